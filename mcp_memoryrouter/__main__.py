@@ -1,0 +1,3 @@
+from mcp_memoryrouter.cli import main
+
+main()

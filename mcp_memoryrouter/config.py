@@ -1,0 +1,31 @@
+"""Settings, read from ``MEMORYROUTER_*`` environment variables by composition roots only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "mcp-memoryrouter"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMORYROUTER_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    database_url: str | None = None
+    lease_seconds: int = Field(default=900, ge=1, le=86_400)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=0, le=65_535)
+
+    @property
+    def sqlite_path(self) -> Path:
+        if self.database_url and self.database_url.startswith("sqlite:///"):
+            return Path(self.database_url.removeprefix("sqlite:///"))
+        return self.data_dir / "vault.sqlite3"

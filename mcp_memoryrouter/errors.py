@@ -1,0 +1,120 @@
+"""One exception tree for the whole package.
+
+Every error knows its HTTP status and a stable machine code; the REST boundary renders
+each one as ``{"error": {"code", "message", "details"}}`` and nothing else.
+
+    MemoryRouterError
+    ├── InvalidRequest      400  invalid_request     bad fields, tiers, importance, dates, entries
+    ├── Unauthorized        401  unauthorized        missing or unknown memory key
+    ├── Forbidden           403  forbidden           read-only key on a write, key mode forbids it
+    ├── NotFound            404  not_found           unknown id or batch (ids of other vaults too)
+    ├── LeaseExpired        409  lease_expired       commit after the batch lease ran out
+    ├── PayloadTooLarge     413  payload_too_large   request body above the limit
+    ├── RateLimited         429  rate_limited        too many requests for one key
+    ├── StoreUnavailable    503  store_unavailable   the database cannot answer right now
+    └── TransportFailure    502  transport_failure   the client could not reach the vault
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class MemoryRouterError(Exception):
+    """Base class: raised for any failure the package reports to a caller."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class InvalidRequest(MemoryRouterError):
+    """Raised when a request body or parameter breaks a documented rule."""
+
+    status = 400
+    code = "invalid_request"
+
+
+class Unauthorized(MemoryRouterError):
+    """Raised when no memory key is presented, or the key is unknown."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(MemoryRouterError):
+    """Raised when the key is valid but may not do this (read-only key, key mode)."""
+
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(MemoryRouterError):
+    """Raised for an unknown memory id or batch id, including ids of other vaults."""
+
+    status = 404
+    code = "not_found"
+
+
+class LeaseExpired(MemoryRouterError):
+    """Raised when a batch is committed after its lease expired."""
+
+    status = 409
+    code = "lease_expired"
+
+
+class PayloadTooLarge(MemoryRouterError):
+    """Raised when a request body exceeds the configured limit."""
+
+    status = 413
+    code = "payload_too_large"
+
+
+class RateLimited(MemoryRouterError):
+    """Raised when one key sends more requests than its budget allows."""
+
+    status = 429
+    code = "rate_limited"
+
+
+class StoreUnavailable(MemoryRouterError):
+    """Raised when the store cannot serve the request (locked, disk, connection)."""
+
+    status = 503
+    code = "store_unavailable"
+
+
+class TransportFailure(MemoryRouterError):
+    """Raised by the HTTP client when the vault cannot be reached at all."""
+
+    status = 502
+    code = "transport_failure"
+
+
+_BY_CODE: dict[str, type[MemoryRouterError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidRequest,
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        LeaseExpired,
+        PayloadTooLarge,
+        RateLimited,
+        StoreUnavailable,
+        TransportFailure,
+    )
+}
+
+
+def error_for(code: str, message: str, details: dict[str, Any] | None = None) -> MemoryRouterError:
+    """Rebuild the exception a REST envelope describes (used by the HTTP client)."""
+    cls = _BY_CODE.get(code, MemoryRouterError)
+    return cls(message, details)

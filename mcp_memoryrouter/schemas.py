@@ -1,0 +1,310 @@
+"""Wire models of the REST API, shared by the vault (server side) and ``client.py``.
+
+Requests are validated strictly at the edge (an importance of ``7.0``, ``"7"`` or ``true`` is
+not an integer); responses are exactly what the product document shows.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+
+Role = Literal["user", "assistant", "system", "observation"]
+TierNumber = Literal[1, 2, 3]
+Importance = Annotated[StrictInt, Field(ge=1, le=10)]
+SessionId = Annotated[StrictStr, Field(min_length=1, max_length=200)]
+
+
+def _omit_none(value: object) -> bool:
+    return value is None
+
+
+def _check_tiers(value: list[int] | None) -> list[int] | None:
+    if value is None:
+        return None
+    if not value or any(t not in (1, 2, 3) for t in value):
+        raise ValueError("tiers must be a non-empty subset of [1, 2, 3]")
+    return value
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+class MessageIn(_Request):
+    role: Role = "user"
+    content: Annotated[StrictStr, Field(min_length=1)]
+    date: StrictStr | None = None
+
+
+class IngestRequest(_Request):
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=1000)]
+    session_id: SessionId | None = None
+    model: StrictStr | None = None
+    embeddings: StrictStr | None = None
+
+
+class SearchRequest(_Request):
+    query: Annotated[StrictStr, Field(min_length=1, max_length=10_000)]
+    limit: Annotated[StrictInt, Field(ge=1, le=250)] = 10
+    tiers: list[StrictInt] | None = None
+    importance: Importance | None = None
+    session_id: SessionId | None = None
+    embeddings: StrictStr | None = None
+
+    _tiers = field_validator("tiers")(_check_tiers)
+
+
+class CheckoutRequest(_Request):
+    tier: Literal[1, 2]
+    max_tokens: StrictInt | float | None = None
+    session_id: SessionId | None = None
+    embeddings: StrictStr | None = None
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if isinstance(value, bool) or (value is not None and not isinstance(value, int | float)):
+            raise ValueError("max_tokens must be a number")
+        return value
+
+
+class EntryIn(_Request):
+    text: StrictStr
+    importance: StrictInt
+
+
+class CommitRequest(_Request):
+    batch_id: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+    entries: list[EntryIn]
+    session_id: SessionId | None = None
+    embeddings: StrictStr | None = None
+
+
+class InspectRequest(_Request):
+    memory_id: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+    offset: Annotated[StrictInt, Field(ge=0)] = 0
+    session_id: SessionId | None = None
+
+
+class DeleteIdsRequest(_Request):
+    ids: Annotated[list[Annotated[StrictStr, Field(max_length=200)]], Field(min_length=1, max_length=500)]
+
+
+class KeyCreateRequest(_Request):
+    name: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
+    read_only: StrictBool = False
+
+
+# --- responses --------------------------------------------------------------------------
+
+
+class RawDebt(BaseModel):
+    units: int
+    est_tokens: int
+    importance_equiv: int
+
+
+class Tier2Debt(BaseModel):
+    count: int
+    importance: int
+    est_tokens: int
+
+
+class Unconsolidated(BaseModel):
+    raw: RawDebt
+    tier2: Tier2Debt
+
+
+class Reflection(BaseModel):
+    """The reflection-debt block that rides on responses."""
+
+    unconsolidated: Unconsolidated
+    threshold_tokens: int
+    threshold_importance: int
+    suggestion: str | None
+
+
+class Covers(BaseModel):
+    from_: str = Field(alias="from")
+    to: str
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class IngestResponse(BaseModel):
+    stored: int
+    duplicates: int
+    ids: list[str]
+    reflection: Reflection
+
+
+class MemoryRow(BaseModel):
+    """A search hit: raw rows carry ``date`` and ``role``; reflections ``covers`` and
+    ``importance``."""
+
+    id: str
+    tier: TierNumber
+    content: str
+    score: float
+    date: str | None = Field(default=None, exclude_if=_omit_none)
+    covers: Covers | None = Field(default=None, exclude_if=_omit_none)
+    role: Role | None = Field(default=None, exclude_if=_omit_none)
+    importance: int | None = Field(default=None, exclude_if=_omit_none)
+
+
+class SearchResponse(BaseModel):
+    memories: list[MemoryRow]
+    reflection: Reflection
+
+
+class CheckoutMemory(BaseModel):
+    text: str
+    date: str
+
+
+class ReflectionContract(BaseModel):
+    version: int
+    target_tier: int
+    instructions: str
+    entry_schema: dict[str, str]
+    min_entries: int
+    max_entries: int
+    recommended_entries: str
+
+
+class TierDefinitions(BaseModel):
+    target_tier: int
+    instruction: str
+
+
+class CheckoutResponse(BaseModel):
+    """A leased batch, or the termination signal ``{batch_id: null, count: 0, message}``."""
+
+    batch_id: str | None
+    count: int
+    tier: int | None = Field(default=None, exclude_if=_omit_none)
+    est_tokens: int | None = Field(default=None, exclude_if=_omit_none)
+    covers: Covers | None = Field(default=None, exclude_if=_omit_none)
+    lease_expires_at: str | None = Field(default=None, exclude_if=_omit_none)
+    memories: list[CheckoutMemory] | None = Field(default=None, exclude_if=_omit_none)
+    source_ids: list[str] | None = Field(default=None, exclude_if=_omit_none)
+    reflection_contract: ReflectionContract | None = Field(default=None, exclude_if=_omit_none)
+    tier_definitions: TierDefinitions | None = Field(default=None, exclude_if=_omit_none)
+    message: str | None = Field(default=None, exclude_if=_omit_none)
+
+
+class CreatedReflection(BaseModel):
+    id: str
+    importance: int
+
+
+class CommitResponse(BaseModel):
+    batch_id: str
+    committed: bool
+    already_committed: bool
+    tier: TierNumber
+    created: list[CreatedReflection]
+    sources_consolidated: int
+    reflection: Reflection
+
+
+class LineageRow(BaseModel):
+    id: str
+    tier: TierNumber
+    content: str
+    role: Role | None
+    importance: int | None
+    date: str
+    covers: Covers | None = Field(default=None, exclude_if=_omit_none)
+
+
+class InspectResponse(BaseModel):
+    memory_id: str
+    tier: TierNumber
+    content: str
+    date: str
+    role: Role | None = Field(default=None, exclude_if=_omit_none)
+    importance: int | None = Field(default=None, exclude_if=_omit_none)
+    batch_id: str | None = Field(default=None, exclude_if=_omit_none)
+    covers: Covers | None = Field(default=None, exclude_if=_omit_none)
+    sources: list[LineageRow] | None = Field(default=None, exclude_if=_omit_none)
+    sources_total: int | None = Field(default=None, exclude_if=_omit_none)
+    sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
+    truncated: bool | None = Field(default=None, exclude_if=_omit_none)
+    offset: int | None = Field(default=None, exclude_if=_omit_none)
+    next_offset: int | None = Field(default=None, exclude_if=_omit_none)
+    consolidated_into: list[LineageRow] | None = Field(default=None, exclude_if=_omit_none)
+
+
+class DeleteIdsResponse(BaseModel):
+    requested: int
+    deleted: int
+    do_deleted: int
+    not_found: int
+    legacy_fallback_used: int
+    failed: list[str]
+    reflection: Reflection
+
+
+class WipeResponse(BaseModel):
+    deleted: int
+    reflection: Reflection
+
+
+class TierStats(BaseModel):
+    count: int
+    est_tokens: int
+    importance: int | None = Field(default=None, exclude_if=_omit_none)
+
+
+class StatsResponse(BaseModel):
+    vault: str
+    total_memories: int
+    total_tokens: int
+    tiers: dict[str, TierStats]
+    oldest: str | None
+    newest: str | None
+    reflection: Reflection
+
+
+class UsageBucket(BaseModel):
+    events: int
+    retrieval_tokens: int
+    storage_tokens: int
+    deletion_tokens: int
+
+
+class UsageResponse(BaseModel):
+    vault: str
+    period: Covers
+    totals: UsageBucket
+    by_endpoint: dict[str, UsageBucket]
+    by_session: dict[str, UsageBucket]
+
+
+class KeyCreated(BaseModel):
+    key: str
+    name: str
+    read_only: bool
+    created_at: str
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    store: str
+    version: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: dict[str, Any]
+
+
+class ErrorEnvelope(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,1 @@
+"""The vault: the MemoryRouter REST API and its three-tier store."""

@@ -1,0 +1,182 @@
+"""The REST routes under ``/v1``: parse the wire model, call the service, render."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+
+from mcp_memoryrouter import __version__, schemas
+from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.vault import render
+from mcp_memoryrouter.vault.dates import format_ms, parse_moment
+from mcp_memoryrouter.vault.domain import Entry, SearchFilter, Tier
+from mcp_memoryrouter.vault.keys import Access
+from mcp_memoryrouter.vault.service import INSPECT_PAGE, IncomingMessage, VaultService
+
+_DAY_MS = 86_400_000
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": schemas.ErrorEnvelope} for code in (400, 401, 403, 404, 409, 413, 503)
+}
+
+
+def get_service(request: Request) -> VaultService:
+    service: VaultService = request.app.state.service
+    return service
+
+
+Service = Annotated[VaultService, Depends(get_service)]
+
+
+def presented_key(
+    x_memory_key: Annotated[str | None, Header()] = None,
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> str | None:
+    """X-Memory-Key, then ``Authorization: Bearer``, then x-api-key."""
+    if x_memory_key:
+        return x_memory_key
+    if authorization:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    return x_api_key or None
+
+
+def get_access(
+    service: Service, key: Annotated[str | None, Depends(presented_key)]
+) -> Access:
+    return service.authenticate(key)
+
+
+Key = Annotated[Access, Depends(get_access)]
+SessionHeader = Annotated[str | None, Header(alias="X-Session-ID", max_length=200)]
+
+router = APIRouter(responses=_ERRORS)
+
+
+@router.get("/healthz", response_model=schemas.Health, tags=["ops"])
+def healthz(request: Request) -> schemas.Health:
+    return schemas.Health(status="ok", store=request.app.state.store_kind, version=__version__)
+
+
+@router.post("/v1/keys", status_code=201, response_model=schemas.KeyCreated, tags=["keys"])
+def create_key(body: schemas.KeyCreateRequest, access: Key, service: Service) -> schemas.KeyCreated:
+    key, record = service.mint_key(access, body.name, body.read_only)
+    return schemas.KeyCreated(
+        key=key, name=record.name, read_only=record.read_only,
+        created_at=format_ms(record.created_ms),
+    )
+
+
+@router.post(
+    "/v1/memory/ingest", status_code=202, response_model=schemas.IngestResponse, tags=["memory"]
+)
+def ingest(
+    body: schemas.IngestRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+) -> schemas.IngestResponse:
+    messages = [
+        IncomingMessage(
+            m.role, m.content,
+            None if m.date is None else parse_moment(m.date, field=f"messages[{i}].date"),
+        )
+        for i, m in enumerate(body.messages)
+    ]
+    outcome = service.ingest(access, messages, body.session_id or x_session_id)
+    return schemas.IngestResponse(
+        stored=outcome.stored, duplicates=outcome.duplicates, ids=outcome.ids,
+        reflection=render.reflection(outcome.counters),
+    )
+
+
+@router.post("/v1/memory/search", response_model=schemas.SearchResponse, tags=["memory"])
+def search(
+    body: schemas.SearchRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+) -> schemas.SearchResponse:
+    tiers: tuple[Tier, ...] | None = None
+    if body.tiers is not None:
+        tiers = tuple(t for t in (1, 2, 3) if t in body.tiers)
+    where = SearchFilter(tiers, body.importance, body.session_id or x_session_id)
+    hits, counters = service.search(access, body.query, body.limit, where)
+    return schemas.SearchResponse(
+        memories=[render.search_row(h) for h in hits], reflection=render.reflection(counters)
+    )
+
+
+@router.post(
+    "/v1/memory/consolidate/checkout", response_model=schemas.CheckoutResponse, tags=["reflect"]
+)
+def checkout(
+    body: schemas.CheckoutRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+) -> schemas.CheckoutResponse:
+    result = service.checkout(access, body.tier, body.max_tokens, body.session_id or x_session_id)
+    return render.checkout(result)
+
+
+@router.post(
+    "/v1/memory/consolidate/commit", response_model=schemas.CommitResponse, tags=["reflect"]
+)
+def commit(
+    body: schemas.CommitRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+) -> schemas.CommitResponse:
+    entries = [Entry(e.text, e.importance) for e in body.entries]
+    outcome, counters = service.commit(
+        access, body.batch_id, entries, body.session_id or x_session_id
+    )
+    return schemas.CommitResponse(
+        batch_id=outcome.batch_id,
+        committed=True,
+        already_committed=outcome.already_committed,
+        tier=outcome.target_tier,
+        created=[schemas.CreatedReflection(id=c.id, importance=c.importance)
+                 for c in outcome.created],
+        sources_consolidated=outcome.sources_consolidated,
+        reflection=render.reflection(counters),
+    )
+
+
+@router.post("/v1/memory/inspect", response_model=schemas.InspectResponse, tags=["memory"])
+def inspect(
+    body: schemas.InspectRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+) -> schemas.InspectResponse:
+    found = service.inspect(access, body.memory_id, body.offset, body.session_id or x_session_id)
+    return render.inspect(found, body.offset, INSPECT_PAGE)
+
+
+@router.post("/v1/memory/delete-ids", response_model=schemas.DeleteIdsResponse, tags=["memory"])
+def delete_ids(
+    body: schemas.DeleteIdsRequest, access: Key, service: Service
+) -> schemas.DeleteIdsResponse:
+    outcome, counters = service.delete_ids(access, body.ids)
+    return schemas.DeleteIdsResponse(
+        requested=outcome.requested, deleted=outcome.deleted, do_deleted=outcome.deleted,
+        not_found=outcome.not_found, legacy_fallback_used=0, failed=[],
+        reflection=render.reflection(counters),
+    )
+
+
+@router.delete("/v1/memory", response_model=schemas.WipeResponse, tags=["memory"])
+def wipe(access: Key, service: Service) -> schemas.WipeResponse:
+    deleted, counters = service.wipe(access)
+    return schemas.WipeResponse(deleted=deleted, reflection=render.reflection(counters))
+
+
+@router.get("/v1/memory/stats", response_model=schemas.StatsResponse, tags=["memory"])
+def stats(access: Key, service: Service) -> schemas.StatsResponse:
+    return render.stats(service.stats(access))
+
+
+@router.get("/v1/usage", response_model=schemas.UsageResponse, tags=["usage"])
+def usage(
+    access: Key,
+    service: Service,
+    from_: Annotated[str | None, Query(alias="from")] = None,
+    to: Annotated[str | None, Query()] = None,
+) -> schemas.UsageResponse:
+    """Metered events by endpoint and session; ``from`` defaults to 30 days before ``to``."""
+    end = service.now() if to is None else parse_moment(to, field="to", end_of_day=True)
+    start = end - 30 * _DAY_MS if from_ is None else parse_moment(from_, field="from")
+    if start > end:
+        raise InvalidRequest("from must not be after to", {"field": "from"})
+    return render.usage(access.vault_ref, service.usage(access, start, end), start, end)
+

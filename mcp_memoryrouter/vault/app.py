@@ -1,0 +1,59 @@
+"""Composition root of the vault: settings → store → service → FastAPI app."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from mcp_memoryrouter import __version__
+from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.vault.api import router
+from mcp_memoryrouter.vault.boundary import BodyLimit, install_error_handlers
+from mcp_memoryrouter.vault.service import Clock, VaultService
+from mcp_memoryrouter.vault.store import Store
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+
+
+def system_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def open_store(settings: Settings) -> tuple[Store, str]:
+    """The store the settings name, and its kind for /healthz."""
+    url = settings.database_url
+    if url and not url.startswith("sqlite:///"):
+        raise ValueError(f"unsupported MEMORYROUTER_DATABASE_URL scheme: {url.split(':', 1)[0]}")
+    path = settings.sqlite_path
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(path), "sqlite"
+
+
+def build_service(settings: Settings, *, clock: Clock | None = None) -> tuple[VaultService, str]:
+    store, kind = open_store(settings)
+    service = VaultService(
+        store, clock=clock or system_clock, lease_seconds=settings.lease_seconds
+    )
+    return service, kind
+
+
+def create_vault_app(
+    settings: Settings, *, service: VaultService | None = None, store_kind: str = "sqlite",
+    clock: Clock | None = None,
+) -> FastAPI:
+    if service is None:
+        service, store_kind = build_service(settings, clock=clock)
+    app = FastAPI(
+        title="MemoryRouter vault",
+        version=__version__,
+        description="Three-tier memory: raw moments, reflections, high-level reflections.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.service = service
+    app.state.store_kind = store_kind
+    install_error_handlers(app)
+    app.include_router(router)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    return app

@@ -1,0 +1,120 @@
+"""The HTTP boundary: one error envelope for everything, and the request-size limit."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_memoryrouter.errors import InvalidRequest, MemoryRouterError, PayloadTooLarge
+
+log = logging.getLogger("mcp_memoryrouter.vault")
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 400: "invalid_request"}
+
+
+def envelope_response(error: MemoryRouterError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p != "body"]
+    return ".".join(parts) or "body"
+
+
+def _validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"field": _field(tuple(e.get("loc", ()))), "message": str(e.get("msg", "invalid"))}
+        for e in exc.errors()
+    ]
+    first = errors[0] if errors else {"field": "body", "message": "invalid request"}
+    message = f"{first['field']}: {first['message']}".replace("Value error, ", "")
+    return envelope_response(InvalidRequest(message, {"errors": errors}))
+
+
+def _known(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemoryRouterError)
+    return envelope_response(exc)
+
+
+def _http(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    body = {"error": {"code": code, "message": str(exc.detail), "details": {}}}
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
+    body = {"error": {"code": "internal_error", "message": "internal error", "details": {}}}
+    return JSONResponse(body, status_code=500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(MemoryRouterError, _known)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+class BodyLimit:
+    """Refuse request bodies above ``max_bytes`` with 413, before the route reads them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(send)
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send) -> None:
+        error = PayloadTooLarge(
+            f"request body exceeds {self.max_bytes} bytes", {"max_bytes": self.max_bytes}
+        )
+        payload = json.dumps(error.envelope()).encode()
+        await send({
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"),
+                        (b"content-length", str(len(payload)).encode())],
+        })
+        await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,52 @@
+"""Reflection debt: the block every write and retrieval response carries.
+
+Raw memories have no ratings, so their debt is an importance equivalent of their tokens:
+150 importance is about 50,000 raw tokens. Computed from counters only (O(1)).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_memoryrouter.vault.domain import Counters
+
+THRESHOLD_TOKENS = 50_000
+THRESHOLD_IMPORTANCE = 150
+
+
+def importance_equiv(raw_tokens: int) -> int:
+    """``est_tokens * 150 / 50000``, rounded down to whole importance."""
+    return raw_tokens * THRESHOLD_IMPORTANCE // THRESHOLD_TOKENS
+
+
+def suggestion(counters: Counters) -> str | None:
+    """Non-null once either tier boundary reaches 150 unconsolidated importance."""
+    parts = []
+    raw = importance_equiv(counters.raw_tokens)
+    if raw >= THRESHOLD_IMPORTANCE:
+        parts.append(f"raw consolidation suggested: {raw} unconsolidated importance")
+    if counters.t2_importance >= THRESHOLD_IMPORTANCE:
+        parts.append(
+            f"tier 2 consolidation suggested: {counters.t2_importance} unconsolidated importance"
+        )
+    return "; ".join(parts) or None
+
+
+def debt_block(counters: Counters) -> dict[str, Any]:
+    return {
+        "unconsolidated": {
+            "raw": {
+                "units": counters.raw_units,
+                "est_tokens": counters.raw_tokens,
+                "importance_equiv": importance_equiv(counters.raw_tokens),
+            },
+            "tier2": {
+                "count": counters.t2_count,
+                "importance": counters.t2_importance,
+                "est_tokens": counters.t2_tokens,
+            },
+        },
+        "threshold_tokens": THRESHOLD_TOKENS,
+        "threshold_importance": THRESHOLD_IMPORTANCE,
+        "suggestion": suggestion(counters),
+    }

@@ -1,0 +1,201 @@
+"""The vault's vocabulary: frozen records passed between the service and the store."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+Tier = Literal[1, 2, 3]
+SourceTier = Literal[1, 2]
+Role = Literal["user", "assistant", "system", "observation"]
+UsageKind = Literal["storage", "retrieval", "deletion"]
+ROLES: tuple[Role, ...] = ("user", "assistant", "system", "observation")
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def new_memory_id() -> str:
+    """Memory ids are UUIDs: one public namespace across tiers and vaults, never reused."""
+    return str(uuid.uuid4())
+
+
+def new_batch_id() -> str:
+    """``cb_`` and 128 random bits."""
+    return "cb_" + secrets.token_hex(16)
+
+
+def new_vault_id() -> str:
+    return str(uuid.uuid4())
+
+
+def new_vault_ref() -> str:
+    """The opaque public name of a vault, shown by status tools instead of any key."""
+    return "vr_" + secrets.token_hex(8)
+
+
+def new_memory_key() -> str:
+    """``mk_`` and 43 base62 characters (about 256 bits)."""
+    return "mk_" + "".join(secrets.choice(_BASE62) for _ in range(43))
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    vault_id: str
+    vault_ref: str
+    name: str
+    read_only: bool
+    created_ms: int
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: str
+    tier: Tier
+    content: str
+    tokens: int
+    date_from: int
+    date_to: int
+    role: Role | None = None
+    importance: int | None = None
+    session_id: str | None = None
+    batch_id: str | None = None
+
+
+@dataclass(frozen=True)
+class NewRaw:
+    """One raw memory about to be ingested (a whole message or one unit of it)."""
+
+    id: str
+    role: Role
+    content: str
+    tokens: int
+    date_ms: int
+    session_id: str | None
+    dedup: str
+    created_ms: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A row free for checkout, as the selection rules see it."""
+
+    id: str
+    tokens: int
+    importance: int | None
+    date_from: int
+    date_to: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Per-vault counters kept exact in the same transaction as every write."""
+
+    raw_units: int = 0
+    raw_tokens: int = 0
+    t2_count: int = 0
+    t2_importance: int = 0
+    t2_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class TierTotals:
+    count: int
+    tokens: int
+    importance: int
+
+
+@dataclass(frozen=True)
+class Stats:
+    vault_ref: str
+    totals: dict[int, TierTotals]
+    oldest_ms: int | None
+    newest_ms: int | None
+    counters: Counters
+
+
+@dataclass(frozen=True)
+class Entry:
+    text: str
+    importance: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    batch_id: str
+    tier: SourceTier
+    est_tokens: int
+    covers_from: int
+    covers_to: int
+    lease_until: int
+    sources: tuple[Candidate, ...]
+
+
+@dataclass(frozen=True)
+class EmptyCheckout:
+    leased: int
+
+
+@dataclass(frozen=True)
+class Created:
+    id: str
+    importance: int
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    batch_id: str
+    target_tier: Tier
+    created: tuple[Created, ...]
+    sources_consolidated: int
+    already_committed: bool
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """What inspect shows of one memory: sources below it, reflections above it."""
+
+    memory: Memory
+    sources: tuple[Memory, ...] = ()
+    sources_total: int = 0
+    sources_deleted: int = 0
+    consolidated_into: tuple[Memory, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeleteOutcome:
+    requested: int
+    deleted: int
+    not_found: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    endpoint: str
+    kind: UsageKind
+    tokens: int
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class UsageLine:
+    endpoint: str
+    kind: UsageKind
+    session_id: str | None
+    events: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    memory: Memory
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    tiers: tuple[Tier, ...] | None = None
+    min_importance: int | None = None
+    session_id: str | None = None

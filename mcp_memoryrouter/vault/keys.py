@@ -1,0 +1,71 @@
+"""Memory keys: hashed at rest, with an optional mode suffix that narrows what they do.
+
+``mk_…:read`` retrieves but never stores, ``mk_…:write`` stores but never retrieves,
+``mk_…:off`` does neither. The suffix is stripped before lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Literal
+
+from mcp_memoryrouter.errors import Forbidden, Unauthorized
+
+Mode = Literal["full", "read", "write", "off"]
+_SUFFIXES: dict[str, Mode] = {"read": "read", "write": "write", "off": "off"}
+
+
+def hash_key(key: str) -> str:
+    """Keys carry ~256 random bits, so one SHA-256 is enough to make the stored form useless."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def split_mode(presented: str) -> tuple[str, Mode]:
+    key, sep, suffix = presented.strip().rpartition(":")
+    if sep and suffix in _SUFFIXES:
+        return key, _SUFFIXES[suffix]
+    return presented.strip(), "full"
+
+
+def looks_like_key(key: str) -> bool:
+    return key.startswith(("mk_", "mk-")) and 20 <= len(key) <= 200 and key.isascii()
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one request may do in one vault."""
+
+    vault_id: str
+    vault_ref: str
+    read_only: bool
+    mode: Mode
+
+    @property
+    def can_read(self) -> bool:
+        return self.mode in ("full", "read")
+
+    @property
+    def can_write(self) -> bool:
+        return not self.read_only and self.mode in ("full", "write")
+
+    def require_read(self) -> None:
+        if not self.can_read:
+            raise Forbidden(f"this key's mode ({self.mode}) does not allow retrieval")
+
+    def require_write(self) -> None:
+        if self.read_only:
+            raise Forbidden("read-only keys cannot write to the vault")
+        if not self.can_write:
+            raise Forbidden(f"this key's mode ({self.mode}) does not allow writes")
+
+    def require_full(self) -> None:
+        """Checkout returns texts and leads to writes: it needs both."""
+        self.require_write()
+        self.require_read()
+
+
+def missing_key() -> Unauthorized:
+    return Unauthorized(
+        "missing memory key: send it as X-Memory-Key, Authorization: Bearer, or x-api-key"
+    )

@@ -1,0 +1,145 @@
+"""Domain records → wire models of ``schemas.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp_memoryrouter import schemas
+from mcp_memoryrouter.vault import contract, debt
+from mcp_memoryrouter.vault.dates import format_ms
+from mcp_memoryrouter.vault.domain import (
+    Batch,
+    Counters,
+    EmptyCheckout,
+    Lineage,
+    Memory,
+    ScoredMemory,
+    Stats,
+    UsageLine,
+)
+
+
+def reflection(counters: Counters) -> schemas.Reflection:
+    return schemas.Reflection.model_validate(debt.debt_block(counters))
+
+
+def covers(start: int, end: int) -> schemas.Covers:
+    return schemas.Covers(from_=format_ms(start), to=format_ms(end))
+
+
+def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
+    m = hit.memory
+    if m.tier == 1:
+        return schemas.MemoryRow(
+            id=m.id, tier=m.tier, content=m.content, score=round(hit.score, 6),
+            date=format_ms(m.date_from), role=m.role,
+        )
+    return schemas.MemoryRow(
+        id=m.id, tier=m.tier, content=m.content, score=round(hit.score, 6),
+        covers=covers(m.date_from, m.date_to), importance=m.importance,
+    )
+
+
+def checkout(result: Batch | EmptyCheckout) -> schemas.CheckoutResponse:
+    if isinstance(result, EmptyCheckout):
+        message = "nothing unconsolidated"
+        if result.leased:
+            message = (
+                f"nothing available: {result.leased} unconsolidated memories are leased "
+                "to other batches"
+            )
+        return schemas.CheckoutResponse(batch_id=None, count=0, message=message)
+    return schemas.CheckoutResponse(
+        batch_id=result.batch_id,
+        tier=result.tier,
+        count=len(result.sources),
+        est_tokens=result.est_tokens,
+        covers=covers(result.covers_from, result.covers_to),
+        lease_expires_at=format_ms(result.lease_until),
+        memories=[
+            schemas.CheckoutMemory(text=s.content, date=format_ms(s.date_from))
+            for s in result.sources
+        ],
+        source_ids=[s.id for s in result.sources],
+        reflection_contract=schemas.ReflectionContract.model_validate(
+            contract.reflection_contract(result.tier)
+        ),
+        tier_definitions=schemas.TierDefinitions.model_validate(
+            contract.tier_definitions(result.tier)
+        ),
+    )
+
+
+def lineage_row(m: Memory) -> schemas.LineageRow:
+    return schemas.LineageRow(
+        id=m.id, tier=m.tier, content=m.content, role=m.role, importance=m.importance,
+        date=format_ms(m.date_from),
+        covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
+    )
+
+
+def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
+    m = found.memory
+    body = schemas.InspectResponse(
+        memory_id=m.id, tier=m.tier, content=m.content, date=format_ms(m.date_from),
+        role=m.role, importance=m.importance, batch_id=m.batch_id,
+        covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
+    )
+    if m.tier > 1:
+        present = found.sources_total - found.sources_deleted
+        truncated = offset + len(found.sources) < present
+        body.sources = [lineage_row(s) for s in found.sources]
+        body.sources_total = found.sources_total
+        body.sources_deleted = found.sources_deleted
+        body.truncated = truncated
+        body.offset = offset
+        body.next_offset = offset + page if truncated else None
+    if m.tier < 3:
+        body.consolidated_into = [lineage_row(p) for p in found.consolidated_into]
+    return body
+
+
+def stats(found: Stats) -> schemas.StatsResponse:
+    tiers = {
+        str(tier): schemas.TierStats(
+            count=t.count, est_tokens=t.tokens, importance=None if tier == 1 else t.importance
+        )
+        for tier, t in found.totals.items()
+    }
+    return schemas.StatsResponse(
+        vault=found.vault_ref,
+        total_memories=sum(t.count for t in found.totals.values()),
+        total_tokens=sum(t.tokens for t in found.totals.values()),
+        tiers=tiers,
+        oldest=None if found.oldest_ms is None else format_ms(found.oldest_ms),
+        newest=None if found.newest_ms is None else format_ms(found.newest_ms),
+        reflection=reflection(found.counters),
+    )
+
+
+def _add(bucket: dict[str, int], line: UsageLine) -> None:
+    bucket["events"] += line.events
+    bucket[f"{line.kind}_tokens"] += line.tokens
+
+
+def usage(vault_ref: str, lines: Sequence[UsageLine], start: int, end: int) -> schemas.UsageResponse:
+    def empty() -> dict[str, int]:
+        return {"events": 0, "retrieval_tokens": 0, "storage_tokens": 0, "deletion_tokens": 0}
+
+    totals = empty()
+    by_endpoint: dict[str, dict[str, int]] = {}
+    by_session: dict[str, dict[str, int]] = {}
+    for line in lines:
+        _add(totals, line)
+        _add(by_endpoint.setdefault(line.endpoint, empty()), line)
+        if line.session_id is not None:
+            _add(by_session.setdefault(line.session_id, empty()), line)
+    return schemas.UsageResponse.model_validate(
+        {
+            "vault": vault_ref,
+            "period": {"from": format_ms(start), "to": format_ms(end)},
+            "totals": totals,
+            "by_endpoint": by_endpoint,
+            "by_session": by_session,
+        }
+    )

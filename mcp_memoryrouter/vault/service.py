@@ -1,0 +1,224 @@
+"""The vault's use cases. Each method checks what the key may do, applies the pure rules,
+runs one store transaction and meters usage as the billing table says."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mcp_memoryrouter.errors import InvalidRequest, Unauthorized
+from mcp_memoryrouter.vault import chunking, contract, leases, tiers
+from mcp_memoryrouter.vault.domain import (
+    Batch,
+    CommitOutcome,
+    Counters,
+    DeleteOutcome,
+    EmptyCheckout,
+    Entry,
+    KeyRecord,
+    Lineage,
+    NewRaw,
+    Role,
+    ScoredMemory,
+    SearchFilter,
+    SourceTier,
+    Stats,
+    Tier,
+    UsageEvent,
+    UsageLine,
+    new_batch_id,
+    new_memory_id,
+    new_memory_key,
+    new_vault_id,
+    new_vault_ref,
+)
+from mcp_memoryrouter.vault.keys import Access, hash_key, looks_like_key, missing_key, split_mode
+from mcp_memoryrouter.vault.retrieval import query_terms
+from mcp_memoryrouter.vault.store import Store
+from mcp_memoryrouter.vault.tokens import est_tokens
+
+Clock = Callable[[], int]
+INSPECT_PAGE = 500
+MAX_DELETE_IDS = 500
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    role: Role
+    content: str
+    date_ms: int | None
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    ids: list[str]
+    stored: int
+    duplicates: int
+    counters: Counters
+
+
+def _dedup_key(role: str, session_id: str | None, date_ms: int, index: int, text: str) -> str:
+    """Same content, date, role and session (and unit position) is the same memory."""
+    material = "\x1f".join((role, session_id or "", str(date_ms), str(index), text))
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
+
+
+def _check_text(text: str, field: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest(
+            f"{field} is not valid Unicode text (lone surrogate)", {"field": field}
+        ) from exc
+
+
+class VaultService:
+    def __init__(self, store: Store, *, clock: Clock, lease_seconds: int) -> None:
+        self._store = store
+        self._clock = clock
+        self._lease_seconds = lease_seconds
+
+    # --- keys ----------------------------------------------------------------------
+
+    def authenticate(self, presented: str | None) -> Access:
+        if not presented:
+            raise missing_key()
+        key, mode = split_mode(presented)
+        record = self._store.find_key(hash_key(key)) if looks_like_key(key) else None
+        if record is None:
+            raise Unauthorized("invalid or unknown memory key")
+        return Access(record.vault_id, record.vault_ref, record.read_only, mode)
+
+    def create_vault(self, *, name: str = "default", read_only: bool = False) -> tuple[str, str]:
+        """Create a vault and its first key: (key, vault reference). The key is shown once."""
+        vault_id, ref = new_vault_id(), new_vault_ref()
+        self._store.create_vault(vault_id, ref, self._clock())
+        key = new_memory_key()
+        self._store.add_key(hash_key(key), vault_id, name, read_only, self._clock())
+        return key, ref
+
+    def mint_key(self, access: Access, name: str | None, read_only: bool) -> tuple[str, KeyRecord]:
+        access.require_write()
+        access.require_read()
+        key, now = new_memory_key(), self._clock()
+        record = KeyRecord(access.vault_id, access.vault_ref, name or "New Key", read_only, now)
+        self._store.add_key(hash_key(key), access.vault_id, record.name, read_only, now)
+        return key, record
+
+    # --- raw memories ----------------------------------------------------------------
+
+    def ingest(
+        self, access: Access, messages: Sequence[IncomingMessage], session_id: str | None
+    ) -> IngestOutcome:
+        access.require_write()
+        now = self._clock()
+        rows: list[NewRaw] = []
+        for index, message in enumerate(messages):
+            content = message.content.strip()
+            field = f"messages[{index}].content"
+            if not content:
+                raise InvalidRequest("message content must not be blank", {"field": field})
+            _check_text(content, field)
+            date_ms = now if message.date_ms is None else message.date_ms
+            for part, unit in enumerate(chunking.split_message(content)):
+                dedup = _dedup_key(message.role, session_id, date_ms, part, unit)
+                rows.append(
+                    NewRaw(new_memory_id(), message.role, unit, est_tokens(unit), date_ms,
+                           session_id, dedup, now)
+                )
+        ids, stored, tokens = self._store.ingest(access.vault_id, rows)
+        if stored:
+            self._meter(access, UsageEvent("ingest", "storage", tokens, session_id))
+        return IngestOutcome(ids, stored, len(rows) - stored, self._store.counters(access.vault_id))
+
+    def search(
+        self, access: Access, query: str, limit: int, where: SearchFilter
+    ) -> tuple[list[ScoredMemory], Counters]:
+        access.require_read()
+        _check_text(query, "query")
+        hits = self._store.search_lexical(access.vault_id, query_terms(query), limit, where)
+        tokens = sum(h.memory.tokens for h in hits)
+        if tokens:
+            self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
+        return hits, self._store.counters(access.vault_id)
+
+    # --- consolidation ---------------------------------------------------------------
+
+    def checkout(
+        self, access: Access, tier: SourceTier, max_tokens: float | None, session_id: str | None
+    ) -> Batch | EmptyCheckout:
+        access.require_full()
+        if max_tokens is not None and not math.isfinite(max_tokens):
+            raise InvalidRequest("max_tokens must be a finite number", {"field": "max_tokens"})
+        cap = None if max_tokens is None else int(max_tokens)
+        now = self._clock()
+        result = self._store.checkout(
+            access.vault_id, tier, tiers.selection_for(tier, cap), new_batch_id(), now,
+            leases.lease_until(now, self._lease_seconds), session_id,
+        )
+        if isinstance(result, Batch):
+            self._meter(access, UsageEvent("checkout", "retrieval", result.est_tokens, session_id))
+        return result
+
+    def commit(
+        self, access: Access, batch_id: str, entries: Sequence[Entry], session_id: str | None
+    ) -> tuple[CommitOutcome, Counters]:
+        access.require_full()
+        for index, entry in enumerate(entries):
+            _check_text(entry.text, f"entries[{index}].text")
+        checked = contract.check_entries(entries, batch_id)
+        outcome = self._store.commit(access.vault_id, batch_id, checked, self._clock())
+        if not outcome.already_committed:
+            tokens = sum(est_tokens(e.text) for e in checked)
+            self._meter(access, UsageEvent("commit", "storage", tokens, session_id))
+        return outcome, self._store.counters(access.vault_id)
+
+    # --- lineage, deletion, stats ------------------------------------------------------
+
+    def inspect(
+        self, access: Access, memory_id: str, offset: int, session_id: str | None
+    ) -> Lineage:
+        access.require_read()
+        found = self._store.lineage(access.vault_id, memory_id, offset, INSPECT_PAGE)
+        tokens = sum(m.tokens for m in (*found.sources, *found.consolidated_into))
+        if tokens:
+            self._meter(access, UsageEvent("inspect", "retrieval", tokens, session_id))
+        return found
+
+    def delete_ids(self, access: Access, ids: Sequence[str]) -> tuple[DeleteOutcome, Counters]:
+        access.require_write()
+        unique = list(dict.fromkeys(ids))
+        if not 1 <= len(unique) <= MAX_DELETE_IDS:
+            raise InvalidRequest(f"ids must hold 1 to {MAX_DELETE_IDS} ids", {"field": "ids"})
+        outcome = self._store.delete_ids(access.vault_id, unique)
+        if outcome.tokens:
+            self._meter(access, UsageEvent("delete-ids", "deletion", outcome.tokens))
+        return outcome, self._store.counters(access.vault_id)
+
+    def wipe(self, access: Access) -> tuple[int, Counters]:
+        access.require_write()
+        deleted = self._store.wipe(access.vault_id)
+        return deleted, self._store.counters(access.vault_id)
+
+    def debt(self, access: Access) -> Counters:
+        return self._store.counters(access.vault_id)
+
+    def stats(self, access: Access) -> Stats:
+        access.require_read()
+        return self._store.stats(access.vault_id)
+
+    def usage(self, access: Access, from_ms: int, to_ms: int) -> list[UsageLine]:
+        access.require_read()
+        return self._store.usage(access.vault_id, from_ms, to_ms)
+
+    def now(self) -> int:
+        return self._clock()
+
+    def _meter(self, access: Access, event: UsageEvent) -> None:
+        self._store.record_usage(access.vault_id, [event], self._clock())
+
+
+def reflection_tier(tier: SourceTier) -> Tier:
+    return 2 if tier == 1 else 3

@@ -1,0 +1,80 @@
+"""The store protocol: every use case of the vault as one transaction.
+
+Implementations: :mod:`.sqlite` (the embedded default). Rules (selection, leases, debt)
+stay pure in ``vault/``; a store only reads and writes rows atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mcp_memoryrouter.vault.domain import (
+    Batch,
+    CommitOutcome,
+    Counters,
+    DeleteOutcome,
+    EmptyCheckout,
+    Entry,
+    KeyRecord,
+    Lineage,
+    NewRaw,
+    ScoredMemory,
+    SearchFilter,
+    SourceTier,
+    Stats,
+    UsageEvent,
+    UsageLine,
+)
+from mcp_memoryrouter.vault.tiers import Selection
+
+
+class Store(Protocol):
+    def close(self) -> None: ...
+
+    def create_vault(self, vault_id: str, ref: str, now_ms: int) -> None: ...
+
+    def add_key(
+        self, key_hash: str, vault_id: str, name: str, read_only: bool, now_ms: int
+    ) -> None: ...
+
+    def find_key(self, key_hash: str) -> KeyRecord | None: ...
+
+    def vault_count(self) -> int: ...
+
+    def ingest(self, vault_id: str, rows: Sequence[NewRaw]) -> tuple[list[str], int, int]:
+        """Store new rows, skip duplicates: (ids in input order, stored, stored tokens)."""
+        ...
+
+    def counters(self, vault_id: str) -> Counters: ...
+
+    def search_lexical(
+        self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
+    ) -> list[ScoredMemory]: ...
+
+    def checkout(
+        self,
+        vault_id: str,
+        tier: SourceTier,
+        rule: Selection,
+        batch_id: str,
+        now_ms: int,
+        lease_until_ms: int,
+        session_id: str | None,
+    ) -> Batch | EmptyCheckout: ...
+
+    def commit(
+        self, vault_id: str, batch_id: str, entries: Sequence[Entry], now_ms: int
+    ) -> CommitOutcome: ...
+
+    def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage: ...
+
+    def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome: ...
+
+    def wipe(self, vault_id: str) -> int: ...
+
+    def stats(self, vault_id: str) -> Stats: ...
+
+    def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None: ...
+
+    def usage(self, vault_id: str, from_ms: int, to_ms: int) -> list[UsageLine]: ...

@@ -1,0 +1,347 @@
+"""The embedded store: stdlib sqlite3 in WAL mode, one writer, many readers, FTS5.
+
+All writes go through one connection under a lock (SQLite allows one writer anyway), each
+use case in one ``BEGIN IMMEDIATE`` transaction; readers get a connection per thread and
+see committed snapshots.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.domain import (
+    Batch,
+    CommitOutcome,
+    Counters,
+    DeleteOutcome,
+    EmptyCheckout,
+    Entry,
+    KeyRecord,
+    Lineage,
+    NewRaw,
+    ScoredMemory,
+    SearchFilter,
+    SourceTier,
+    Stats,
+    TierTotals,
+    UsageEvent,
+    UsageLine,
+)
+from mcp_memoryrouter.vault.store import sqlite_reflect
+from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
+from mcp_memoryrouter.vault.tiers import Selection
+
+_CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every migration newer than ``PRAGMA user_version``; return the new version."""
+    (current,) = conn.execute("PRAGMA user_version").fetchone()
+    folder = resources.files("mcp_memoryrouter.vault.migrations").joinpath("sqlite")
+    scripts = sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
+    for name in scripts:
+        version = int(name.split("_", 1)[0])
+        if version <= current:
+            continue
+        conn.executescript(
+            "BEGIN IMMEDIATE;\n"
+            + folder.joinpath(name).read_text(encoding="utf-8")
+            + f"\nPRAGMA user_version = {version};\nCOMMIT;"
+        )
+        current = version
+    return int(current)
+
+
+class SQLiteStore:
+    def __init__(self, path: Path | str) -> None:
+        self._path = str(path)
+        self._lock = threading.Lock()
+        self._writer = _connect(self._path)
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self.schema_version = migrate(self._writer)
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in [self._writer, *self._readers]:
+                conn.close()
+            self._readers.clear()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self._path)
+            self._local.conn = conn
+            with self._lock:
+                self._readers.append(conn)
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
+        finally:
+            conn.execute("COMMIT")
+
+    # --- vaults and keys ---------------------------------------------------------------
+
+    def create_vault(self, vault_id: str, ref: str, now_ms: int) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO vaults (id, ref, created_ms) VALUES (?, ?, ?)", (vault_id, ref, now_ms)
+            )
+
+    def add_key(
+        self, key_hash: str, vault_id: str, name: str, read_only: bool, now_ms: int
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO keys (hash, vault_id, name, read_only, created_ms) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key_hash, vault_id, name, int(read_only), now_ms),
+            )
+
+    def find_key(self, key_hash: str) -> KeyRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms FROM keys k "
+                "JOIN vaults v ON v.id = k.vault_id WHERE k.hash = ?",
+                (key_hash,),
+            ).fetchone()
+        return None if row is None else KeyRecord(row[0], row[1], row[2], bool(row[3]), row[4])
+
+    def vault_count(self) -> int:
+        with self._read() as conn:
+            (count,) = conn.execute("SELECT count(*) FROM vaults").fetchone()
+        return int(count)
+
+    # --- raw memories ------------------------------------------------------------------
+
+    def ingest(self, vault_id: str, rows: Sequence[NewRaw]) -> tuple[list[str], int, int]:
+        ids: list[str] = []
+        stored = tokens = 0
+        with self._write() as conn:
+            for row in rows:
+                cursor = conn.execute(
+                    "INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, "
+                    "date_to, session_id, dedup, created_ms) "
+                    "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (row.id, vault_id, row.role, row.content, row.tokens, row.date_ms,
+                     row.date_ms, row.session_id, row.dedup, row.created_ms),
+                )
+                if cursor.rowcount == 1:
+                    ids.append(row.id)
+                    stored += 1
+                    tokens += row.tokens
+                    continue
+                (existing,) = conn.execute(
+                    "SELECT id FROM memories WHERE vault_id = ? AND dedup = ?",
+                    (vault_id, row.dedup),
+                ).fetchone()
+                ids.append(existing)
+            conn.execute(
+                "UPDATE vaults SET raw_units = raw_units + ?, raw_tokens = raw_tokens + ?, "
+                "n1 = n1 + ?, tok1 = tok1 + ? WHERE id = ?",
+                (stored, tokens, stored, tokens, vault_id),
+            )
+        return ids, stored, tokens
+
+    def counters(self, vault_id: str) -> Counters:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT raw_units, raw_tokens, t2_count, t2_importance, t2_tokens "
+                "FROM vaults WHERE id = ?",
+                (vault_id,),
+            ).fetchone()
+        return Counters(*row)
+
+    def search_lexical(
+        self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
+    ) -> list[ScoredMemory]:
+        if not terms:
+            return []
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        sql = (
+            f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS rank FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND m.vault_id = ?"
+        )
+        params: list[object] = [match, vault_id]
+        if where.tiers is not None:
+            sql += f" AND m.tier IN ({placeholders(len(where.tiers))})"
+            params.extend(where.tiers)
+        if where.min_importance is not None:
+            sql += " AND m.importance >= ?"
+            params.append(where.min_importance)
+        if where.session_id is not None:
+            sql += " AND (m.tier > 1 OR m.session_id = ?)"
+            params.append(where.session_id)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        with self._read() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [ScoredMemory(memory_from_row(r), -float(r[10])) for r in rows]
+
+    # --- consolidation -----------------------------------------------------------------
+
+    def checkout(
+        self,
+        vault_id: str,
+        tier: SourceTier,
+        rule: Selection,
+        batch_id: str,
+        now_ms: int,
+        lease_until_ms: int,
+        session_id: str | None,
+    ) -> Batch | EmptyCheckout:
+        with self._write() as conn:
+            return sqlite_reflect.checkout(
+                conn, vault_id, tier, rule, batch_id, now_ms, lease_until_ms, session_id
+            )
+
+    def commit(
+        self, vault_id: str, batch_id: str, entries: Sequence[Entry], now_ms: int
+    ) -> CommitOutcome:
+        with self._write() as conn:
+            return sqlite_reflect.commit(conn, vault_id, batch_id, entries, now_ms)
+
+    def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
+        with self._read() as conn:
+            return sqlite_reflect.read_lineage(conn, vault_id, memory_id, offset, limit)
+
+    # --- deletion ----------------------------------------------------------------------
+
+    def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome:
+        deleted = tokens = 0
+        with self._write() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = list(ids[start : start + _CHUNK])
+                rows = conn.execute(
+                    "SELECT seq, id, tier, tokens, importance, consolidated FROM memories "
+                    f"WHERE vault_id = ? AND id IN ({placeholders(len(chunk))})",
+                    [vault_id, *chunk],
+                ).fetchall()
+                if not rows:
+                    continue
+                marks = placeholders(len(rows))
+                conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", [r[0] for r in rows])
+                conn.execute(f"DELETE FROM lineage WHERE parent_id IN ({marks})", [r[1] for r in rows])
+                _subtract_counters(conn, vault_id, rows)
+                deleted += len(rows)
+                tokens += sum(r[3] for r in rows)
+        return DeleteOutcome(len(ids), deleted, len(ids) - deleted, tokens)
+
+    def wipe(self, vault_id: str) -> int:
+        with self._write() as conn:
+            cursor = conn.execute("DELETE FROM memories WHERE vault_id = ?", (vault_id,))
+            count = cursor.rowcount
+            conn.execute("DELETE FROM lineage WHERE vault_id = ?", (vault_id,))
+            conn.execute(
+                "DELETE FROM batch_sources WHERE batch_id IN "
+                "(SELECT id FROM batches WHERE vault_id = ?)",
+                (vault_id,),
+            )
+            conn.execute("DELETE FROM batches WHERE vault_id = ?", (vault_id,))
+            conn.execute(
+                "UPDATE vaults SET raw_units = 0, raw_tokens = 0, t2_count = 0, "
+                "t2_importance = 0, t2_tokens = 0, n1 = 0, tok1 = 0, n2 = 0, tok2 = 0, "
+                "imp2 = 0, n3 = 0, tok3 = 0, imp3 = 0 WHERE id = ?",
+                (vault_id,),
+            )
+        return int(count)
+
+    # --- stats and usage ---------------------------------------------------------------
+
+    def stats(self, vault_id: str) -> Stats:
+        with self._read() as conn:
+            v = conn.execute(
+                "SELECT ref, raw_units, raw_tokens, t2_count, t2_importance, t2_tokens, "
+                "n1, tok1, n2, tok2, imp2, n3, tok3, imp3 FROM vaults WHERE id = ?",
+                (vault_id,),
+            ).fetchone()
+            oldest, newest = conn.execute(
+                "SELECT min(date_from), max(date_from) FROM memories WHERE vault_id = ?",
+                (vault_id,),
+            ).fetchone()
+        totals = {
+            1: TierTotals(v[6], v[7], 0),
+            2: TierTotals(v[8], v[9], v[10]),
+            3: TierTotals(v[11], v[12], v[13]),
+        }
+        return Stats(v[0], totals, oldest, newest, Counters(*v[1:6]))
+
+    def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None:
+        if not events:
+            return
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO usage_events (vault_id, at_ms, endpoint, kind, tokens, session_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(vault_id, now_ms, e.endpoint, e.kind, e.tokens, e.session_id) for e in events],
+            )
+
+    def usage(self, vault_id: str, from_ms: int, to_ms: int) -> list[UsageLine]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT endpoint, kind, session_id, count(*), sum(tokens) FROM usage_events "
+                "WHERE vault_id = ? AND at_ms BETWEEN ? AND ? "
+                "GROUP BY endpoint, kind, session_id ORDER BY endpoint, kind, session_id",
+                (vault_id, from_ms, to_ms),
+            ).fetchall()
+        return [UsageLine(*row) for row in rows]
+
+
+def _subtract_counters(
+    conn: sqlite3.Connection, vault_id: str, rows: Sequence[tuple[int, str, int, int, int, int]]
+) -> None:
+    def total(tier: int, index: int, *, open_only: bool = False) -> int:
+        return sum(
+            (r[index] or 0) if index else 1
+            for r in rows
+            if r[2] == tier and (not open_only or r[5] == 0)
+        )
+
+    conn.execute(
+        "UPDATE vaults SET raw_units = raw_units - ?, raw_tokens = raw_tokens - ?, "
+        "t2_count = t2_count - ?, t2_importance = t2_importance - ?, t2_tokens = t2_tokens - ?, "
+        "n1 = n1 - ?, tok1 = tok1 - ?, n2 = n2 - ?, tok2 = tok2 - ?, imp2 = imp2 - ?, "
+        "n3 = n3 - ?, tok3 = tok3 - ?, imp3 = imp3 - ? WHERE id = ?",
+        (
+            total(1, 0, open_only=True), total(1, 3, open_only=True),
+            total(2, 0, open_only=True), total(2, 4, open_only=True), total(2, 3, open_only=True),
+            total(1, 0), total(1, 3), total(2, 0), total(2, 3), total(2, 4),
+            total(3, 0), total(3, 3), total(3, 4), vault_id,
+        ),
+    )

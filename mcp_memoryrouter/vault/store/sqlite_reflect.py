@@ -1,0 +1,215 @@
+"""Consolidation in SQLite: checkout, commit and lineage, each inside the caller's
+write transaction (checkout, commit) or read snapshot (lineage)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+
+from mcp_memoryrouter.errors import LeaseExpired, NotFound
+from mcp_memoryrouter.vault import leases, lineage, tiers
+from mcp_memoryrouter.vault.domain import (
+    Batch,
+    Candidate,
+    CommitOutcome,
+    Created,
+    EmptyCheckout,
+    Entry,
+    Lineage,
+    SourceTier,
+    Tier,
+    new_memory_id,
+)
+from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row
+from mcp_memoryrouter.vault.tokens import est_tokens
+
+
+def _free_candidates(
+    conn: sqlite3.Connection, vault_id: str, tier: int, now_ms: int
+) -> Iterator[Candidate]:
+    cursor = conn.execute(
+        "SELECT id, tokens, importance, date_from, date_to, content, lease_until "
+        "FROM memories WHERE vault_id = ? AND tier = ? AND consolidated = 0 "
+        "ORDER BY date_from, id",
+        (vault_id, tier),
+    )
+    try:
+        for row in cursor:
+            if leases.is_free(row[6], now_ms):
+                yield Candidate(row[0], row[1], row[2], row[3], row[4], row[5])
+    finally:
+        cursor.close()
+
+
+def checkout(
+    conn: sqlite3.Connection,
+    vault_id: str,
+    tier: SourceTier,
+    rule: tiers.Selection,
+    batch_id: str,
+    now_ms: int,
+    lease_until_ms: int,
+    session_id: str | None,
+) -> Batch | EmptyCheckout:
+    candidates = _free_candidates(conn, vault_id, tier, now_ms)
+    chosen = tiers.select(candidates, rule)
+    candidates.close()
+    if not chosen:
+        (leased,) = conn.execute(
+            "SELECT count(*) FROM memories WHERE vault_id = ? AND tier = ? AND consolidated = 0",
+            (vault_id, tier),
+        ).fetchone()
+        return EmptyCheckout(leased=leased)
+    covers_from, covers_to = lineage.coverage(chosen)
+    total = sum(c.tokens for c in chosen)
+    conn.execute(
+        "INSERT INTO batches (id, vault_id, tier, created_ms, lease_until, covers_from, "
+        "covers_to, est_tokens, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (batch_id, vault_id, tier, now_ms, lease_until_ms, covers_from, covers_to, total,
+         session_id),
+    )
+    conn.executemany(
+        "INSERT INTO batch_sources (batch_id, memory_id) VALUES (?, ?)",
+        [(batch_id, c.id) for c in chosen],
+    )
+    conn.executemany(
+        "UPDATE memories SET lease_batch = ?, lease_until = ? WHERE id = ?",
+        [(batch_id, lease_until_ms, c.id) for c in chosen],
+    )
+    return Batch(batch_id, tier, total, covers_from, covers_to, lease_until_ms, tuple(chosen))
+
+
+def _replay(batch_id: str, tier: int, created_json: str, consolidated: int) -> CommitOutcome:
+    created = tuple(Created(item["id"], item["importance"]) for item in json.loads(created_json))
+    target: Tier = 2 if tier == 1 else 3
+    return CommitOutcome(batch_id, target, created, consolidated, already_committed=True)
+
+
+def commit(
+    conn: sqlite3.Connection,
+    vault_id: str,
+    batch_id: str,
+    entries: Sequence[Entry],
+    now_ms: int,
+) -> CommitOutcome:
+    row = conn.execute(
+        "SELECT tier, lease_until, committed_ms, created_json, sources_consolidated, "
+        "covers_from, covers_to FROM batches WHERE id = ? AND vault_id = ?",
+        (batch_id, vault_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound("unknown batch_id", {"batch_id": batch_id})
+    tier, lease_until_ms, committed_ms, created_json, consolidated, covers_from, covers_to = row
+    if committed_ms is not None:
+        return _replay(batch_id, tier, created_json, consolidated)
+    if not leases.lease_running(lease_until_ms, now_ms):
+        raise LeaseExpired(
+            "the lease of this batch expired: check out again", {"batch_id": batch_id}
+        )
+    sources = conn.execute(
+        "SELECT m.id, m.tokens, m.importance FROM batch_sources b "
+        "JOIN memories m ON m.id = b.memory_id "
+        "WHERE b.batch_id = ? AND m.lease_batch = ?",
+        (batch_id, batch_id),
+    ).fetchall()
+    target: Tier = 2 if tier == 1 else 3
+    created = [Created(new_memory_id(), e.importance) for e in entries]
+    conn.executemany(
+        "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
+        "date_to, batch_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (c.id, vault_id, target, e.text, est_tokens(e.text), e.importance, covers_from,
+             covers_to, batch_id, now_ms)
+            for c, e in zip(created, entries, strict=True)
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO lineage (parent_id, child_id, vault_id) VALUES (?, ?, ?)",
+        [(c.id, s[0], vault_id) for c in created for s in sources],
+    )
+    conn.execute(
+        "UPDATE memories SET consolidated = 1, lease_batch = NULL, lease_until = NULL "
+        "WHERE id IN (SELECT memory_id FROM batch_sources WHERE batch_id = ?) "
+        "AND lease_batch = ?",
+        (batch_id, batch_id),
+    )
+    _move_counters(conn, vault_id, tier, sources, created, entries)
+    conn.execute(
+        "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
+        "WHERE id = ?",
+        (now_ms, json.dumps([{"id": c.id, "importance": c.importance} for c in created]),
+         len(sources), batch_id),
+    )
+    return CommitOutcome(batch_id, target, tuple(created), len(sources), already_committed=False)
+
+
+def _move_counters(
+    conn: sqlite3.Connection,
+    vault_id: str,
+    tier: int,
+    sources: Sequence[tuple[str, int, int | None]],
+    created: Sequence[Created],
+    entries: Sequence[Entry],
+) -> None:
+    src_tokens = sum(s[1] for s in sources)
+    src_importance = sum(s[2] or 0 for s in sources)
+    new_tokens = sum(est_tokens(e.text) for e in entries)
+    new_importance = sum(c.importance for c in created)
+    if tier == 1:
+        conn.execute(
+            "UPDATE vaults SET raw_units = raw_units - ?, raw_tokens = raw_tokens - ?, "
+            "t2_count = t2_count + ?, t2_importance = t2_importance + ?, "
+            "t2_tokens = t2_tokens + ?, n2 = n2 + ?, tok2 = tok2 + ?, imp2 = imp2 + ? "
+            "WHERE id = ?",
+            (len(sources), src_tokens, len(created), new_importance, new_tokens,
+             len(created), new_tokens, new_importance, vault_id),
+        )
+    else:
+        conn.execute(
+            "UPDATE vaults SET t2_count = t2_count - ?, t2_importance = t2_importance - ?, "
+            "t2_tokens = t2_tokens - ?, n3 = n3 + ?, tok3 = tok3 + ?, imp3 = imp3 + ? "
+            "WHERE id = ?",
+            (len(sources), src_importance, src_tokens, len(created), new_tokens,
+             new_importance, vault_id),
+        )
+
+
+def read_lineage(
+    conn: sqlite3.Connection, vault_id: str, memory_id: str, offset: int, limit: int
+) -> Lineage:
+    row = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ? AND m.vault_id = ?",
+        (memory_id, vault_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound("unknown memory_id", {"memory_id": memory_id})
+    memory = memory_from_row(row)
+    result = Lineage(memory=memory)
+    if memory.tier > 1:
+        (total,) = conn.execute(
+            "SELECT count(*) FROM lineage WHERE parent_id = ?", (memory_id,)
+        ).fetchone()
+        (present,) = conn.execute(
+            "SELECT count(*) FROM lineage l JOIN memories m ON m.id = l.child_id "
+            "WHERE l.parent_id = ? AND m.vault_id = ?",
+            (memory_id, vault_id),
+        ).fetchone()
+        sources = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.child_id "
+            "WHERE l.parent_id = ? AND m.vault_id = ? ORDER BY m.date_from, m.id "
+            "LIMIT ? OFFSET ?",
+            (memory_id, vault_id, limit, offset),
+        ).fetchall()
+        result = Lineage(memory, tuple(map(memory_from_row, sources)), total, total - present)
+    if memory.tier < 3:
+        parents = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.parent_id "
+            "WHERE l.child_id = ? AND m.vault_id = ? ORDER BY m.date_from, m.id LIMIT 500",
+            (memory_id, vault_id),
+        ).fetchall()
+        result = Lineage(
+            memory, result.sources, result.sources_total, result.sources_deleted,
+            tuple(map(memory_from_row, parents)),
+        )
+    return result
