@@ -20,18 +20,24 @@ def split_message(text: str) -> list[str]:
     70 % of it, else at the target; each piece after the first repeats ~30 tokens of the
     one before (snapped to a word start) so no thought is cut in half.
     """
+    units = [text[start:end].strip() for start, end in unit_spans(text)]
+    return [unit for unit in units if unit]
+
+
+def unit_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each unit in ``text``; together they cover every character."""
     if est_tokens(text) <= SPLIT_ABOVE_TOKENS:
-        return [text]
+        return [(0, len(text))]
     target = TARGET_TOKENS * _CHARS_PER_TOKEN
     overlap = OVERLAP_TOKENS * _CHARS_PER_TOKEN
-    units: list[str] = []
+    spans: list[tuple[int, int]] = []
     start = 0
     while len(text) - start > target * 3 // 2:
         end = _cut_point(text, start, target)
-        units.append(text[start:end].strip())
+        spans.append((start, end))
         start = _overlap_start(text, start, end, overlap)
-    units.append(text[start:].strip())
-    return [unit for unit in units if unit]
+    spans.append((start, len(text)))
+    return spans
 
 
 def _cut_point(text: str, start: int, target: int) -> int:

@@ -213,6 +213,9 @@ class VaultService:
         access.require_read()
         return self._store.usage(access.vault_id, from_ms, to_ms)
 
+    def vault_count(self) -> int:
+        return self._store.vault_count()
+
     def now(self) -> int:
         return self._clock()
 

@@ -1,0 +1,97 @@
+"""Test seams: an injectable clock, an in-process vault, a real uvicorn on loopback."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from starlette.testclient import TestClient
+
+from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.vault.app import create_vault_app
+from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00.000Z
+
+
+class FakeClock:
+    def __init__(self, start_ms: int = T0) -> None:
+        self.now_ms = start_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def advance(self, seconds: float) -> None:
+        self.now_ms += int(seconds * 1000)
+
+
+@dataclass
+class Vault:
+    app: FastAPI
+    service: VaultService
+    store: SQLiteStore
+    clock: FakeClock
+    http: TestClient
+    key: str
+
+    def headers(self, key: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key or self.key}"}
+
+    def post(self, path: str, body: Any, key: str | None = None) -> Any:
+        return self.http.post(path, json=body, headers=self.headers(key))
+
+    def new_key(self, read_only: bool = False) -> str:
+        key, _ = self.service.create_vault(read_only=read_only)
+        return key
+
+    def ingest(self, *texts: str, date: str = "2026-02-01T10:00:00Z", key: str | None = None,
+               **extra: Any) -> Any:
+        body = {"messages": [{"role": "user", "content": t, "date": date} for t in texts], **extra}
+        response = self.post("/v1/memory/ingest", body, key)
+        assert response.status_code == 202, response.text
+        return response.json()
+
+
+def make_vault(tmp_path: Path, *, lease_seconds: int = 900, max_body_bytes: int = 1_048_576
+               ) -> Vault:
+    settings = Settings(data_dir=tmp_path, lease_seconds=lease_seconds,
+                        max_body_bytes=max_body_bytes)
+    clock = FakeClock()
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    service = VaultService(store, clock=clock, lease_seconds=lease_seconds)
+    app = create_vault_app(settings, service=service)
+    key, _ = service.create_vault()
+    return Vault(app, service, store, clock, TestClient(app, raise_server_exceptions=False), key)
+
+
+@contextmanager
+def live_server(app: FastAPI) -> Iterator[str]:
+    """Run ``app`` on a real uvicorn bound to an ephemeral loopback port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start within 10 s")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
