@@ -92,7 +92,9 @@ class InspectRequest(_Request):
 
 
 class DeleteIdsRequest(_Request):
-    ids: Annotated[list[Annotated[StrictStr, Field(max_length=200)]], Field(min_length=1, max_length=500)]
+    ids: Annotated[
+        list[Annotated[StrictStr, Field(max_length=200)]], Field(min_length=1, max_length=500)
+    ]
 
 
 class KeyCreateRequest(_Request):

@@ -53,18 +53,21 @@ class Vault:
         key, _ = self.service.create_vault(read_only=read_only)
         return key
 
-    def ingest(self, *texts: str, date: str = "2026-02-01T10:00:00Z", key: str | None = None,
-               **extra: Any) -> Any:
+    def ingest(
+        self, *texts: str, date: str = "2026-02-01T10:00:00Z", key: str | None = None, **extra: Any
+    ) -> Any:
         body = {"messages": [{"role": "user", "content": t, "date": date} for t in texts], **extra}
         response = self.post("/v1/memory/ingest", body, key)
         assert response.status_code == 202, response.text
         return response.json()
 
 
-def make_vault(tmp_path: Path, *, lease_seconds: int = 900, max_body_bytes: int = 1_048_576
-               ) -> Vault:
-    settings = Settings(data_dir=tmp_path, lease_seconds=lease_seconds,
-                        max_body_bytes=max_body_bytes)
+def make_vault(
+    tmp_path: Path, *, lease_seconds: int = 900, max_body_bytes: int = 1_048_576
+) -> Vault:
+    settings = Settings(
+        data_dir=tmp_path, lease_seconds=lease_seconds, max_body_bytes=max_body_bytes
+    )
     clock = FakeClock()
     store = SQLiteStore(tmp_path / "vault.sqlite3")
     service = VaultService(store, clock=clock, lease_seconds=lease_seconds)

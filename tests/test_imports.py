@@ -21,8 +21,19 @@ RULES = [
     ("mcp_memoryrouter.errors", "mcp_memoryrouter."),
 ]
 # Pure rules: no I/O libraries, no clock reads.
-PURE = ["tiers", "leases", "lineage", "debt", "contract", "tokens", "chunking", "retrieval",
-        "dates", "keys", "domain"]
+PURE = [
+    "tiers",
+    "leases",
+    "lineage",
+    "debt",
+    "contract",
+    "tokens",
+    "chunking",
+    "retrieval",
+    "dates",
+    "keys",
+    "domain",
+]
 PURE_FORBIDDEN = ["sqlite3", "time", "os", "httpx2", "fastapi", "starlette", "socket"]
 # Only composition roots read configuration.
 CONFIG_READERS = {"mcp_memoryrouter.app", "mcp_memoryrouter.vault.app", "mcp_memoryrouter.cli"}
@@ -76,7 +87,8 @@ def test_pure_rule_modules_do_no_io() -> None:
 
 def test_only_composition_roots_read_settings() -> None:
     readers = {
-        mod for mod, imps in all_modules().items()
+        mod
+        for mod, imps in all_modules().items()
         if "mcp_memoryrouter.config" in imps or "mcp_memoryrouter.config.Settings" in imps
     }
     assert readers <= CONFIG_READERS

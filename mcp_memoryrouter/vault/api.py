@@ -43,9 +43,7 @@ def presented_key(
     return x_api_key or None
 
 
-def get_access(
-    service: Service, key: Annotated[str | None, Depends(presented_key)]
-) -> Access:
+def get_access(service: Service, key: Annotated[str | None, Depends(presented_key)]) -> Access:
     return service.authenticate(key)
 
 
@@ -64,7 +62,9 @@ def healthz(request: Request) -> schemas.Health:
 def create_key(body: schemas.KeyCreateRequest, access: Key, service: Service) -> schemas.KeyCreated:
     key, record = service.mint_key(access, body.name, body.read_only)
     return schemas.KeyCreated(
-        key=key, name=record.name, read_only=record.read_only,
+        key=key,
+        name=record.name,
+        read_only=record.read_only,
         created_at=format_ms(record.created_ms),
     )
 
@@ -77,14 +77,17 @@ def ingest(
 ) -> schemas.IngestResponse:
     messages = [
         IncomingMessage(
-            m.role, m.content,
+            m.role,
+            m.content,
             None if m.date is None else parse_moment(m.date, field=f"messages[{i}].date"),
         )
         for i, m in enumerate(body.messages)
     ]
     outcome = service.ingest(access, messages, body.session_id or x_session_id)
     return schemas.IngestResponse(
-        stored=outcome.stored, duplicates=outcome.duplicates, ids=outcome.ids,
+        stored=outcome.stored,
+        duplicates=outcome.duplicates,
+        ids=outcome.ids,
         reflection=render.reflection(outcome.counters),
     )
 
@@ -128,8 +131,9 @@ def commit(
         committed=True,
         already_committed=outcome.already_committed,
         tier=outcome.target_tier,
-        created=[schemas.CreatedReflection(id=c.id, importance=c.importance)
-                 for c in outcome.created],
+        created=[
+            schemas.CreatedReflection(id=c.id, importance=c.importance) for c in outcome.created
+        ],
         sources_consolidated=outcome.sources_consolidated,
         reflection=render.reflection(counters),
     )
@@ -149,8 +153,12 @@ def delete_ids(
 ) -> schemas.DeleteIdsResponse:
     outcome, counters = service.delete_ids(access, body.ids)
     return schemas.DeleteIdsResponse(
-        requested=outcome.requested, deleted=outcome.deleted, do_deleted=outcome.deleted,
-        not_found=outcome.not_found, legacy_fallback_used=0, failed=[],
+        requested=outcome.requested,
+        deleted=outcome.deleted,
+        do_deleted=outcome.deleted,
+        not_found=outcome.not_found,
+        legacy_fallback_used=0,
+        failed=[],
         reflection=render.reflection(counters),
     )
 
@@ -179,4 +187,3 @@ def usage(
     if start > end:
         raise InvalidRequest("from must not be after to", {"field": "from"})
     return render.usage(access.vault_ref, service.usage(access, start, end), start, end)
-

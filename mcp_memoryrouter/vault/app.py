@@ -32,14 +32,15 @@ def open_store(settings: Settings) -> tuple[Store, str]:
 
 def build_service(settings: Settings, *, clock: Clock | None = None) -> tuple[VaultService, str]:
     store, kind = open_store(settings)
-    service = VaultService(
-        store, clock=clock or system_clock, lease_seconds=settings.lease_seconds
-    )
+    service = VaultService(store, clock=clock or system_clock, lease_seconds=settings.lease_seconds)
     return service, kind
 
 
 def create_vault_app(
-    settings: Settings, *, service: VaultService | None = None, store_kind: str = "sqlite",
+    settings: Settings,
+    *,
+    service: VaultService | None = None,
+    store_kind: str = "sqlite",
     clock: Clock | None = None,
 ) -> FastAPI:
     if service is None:

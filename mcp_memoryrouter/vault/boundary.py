@@ -111,10 +111,14 @@ class BodyLimit:
             f"request body exceeds {self.max_bytes} bytes", {"max_bytes": self.max_bytes}
         )
         payload = json.dumps(error.envelope()).encode()
-        await send({
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/json"),
-                        (b"content-length", str(len(payload)).encode())],
-        })
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": payload})

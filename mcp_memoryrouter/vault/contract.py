@@ -53,8 +53,7 @@ _INSTRUCTIONS: dict[int, str] = {
         "means: lasting patterns, priorities and principles, how the person or project "
         "works and what they care about, long-running threads and how they changed over "
         "time. Each entry should hold across several of the reflections; do not restate a "
-        "single event unless it changed the direction of everything after it."
-        + _COMMON_RULES
+        "single event unless it changed the direction of everything after it." + _COMMON_RULES
     ),
 }
 

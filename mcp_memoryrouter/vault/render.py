@@ -31,12 +31,20 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
     m = hit.memory
     if m.tier == 1:
         return schemas.MemoryRow(
-            id=m.id, tier=m.tier, content=m.content, score=round(hit.score, 6),
-            date=format_ms(m.date_from), role=m.role,
+            id=m.id,
+            tier=m.tier,
+            content=m.content,
+            score=round(hit.score, 6),
+            date=format_ms(m.date_from),
+            role=m.role,
         )
     return schemas.MemoryRow(
-        id=m.id, tier=m.tier, content=m.content, score=round(hit.score, 6),
-        covers=covers(m.date_from, m.date_to), importance=m.importance,
+        id=m.id,
+        tier=m.tier,
+        content=m.content,
+        score=round(hit.score, 6),
+        covers=covers(m.date_from, m.date_to),
+        importance=m.importance,
     )
 
 
@@ -72,7 +80,11 @@ def checkout(result: Batch | EmptyCheckout) -> schemas.CheckoutResponse:
 
 def lineage_row(m: Memory) -> schemas.LineageRow:
     return schemas.LineageRow(
-        id=m.id, tier=m.tier, content=m.content, role=m.role, importance=m.importance,
+        id=m.id,
+        tier=m.tier,
+        content=m.content,
+        role=m.role,
+        importance=m.importance,
         date=format_ms(m.date_from),
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
     )
@@ -81,8 +93,13 @@ def lineage_row(m: Memory) -> schemas.LineageRow:
 def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
     m = found.memory
     body = schemas.InspectResponse(
-        memory_id=m.id, tier=m.tier, content=m.content, date=format_ms(m.date_from),
-        role=m.role, importance=m.importance, batch_id=m.batch_id,
+        memory_id=m.id,
+        tier=m.tier,
+        content=m.content,
+        date=format_ms(m.date_from),
+        role=m.role,
+        importance=m.importance,
+        batch_id=m.batch_id,
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
     )
     if m.tier > 1:
@@ -122,7 +139,9 @@ def _add(bucket: dict[str, int], line: UsageLine) -> None:
     bucket[f"{line.kind}_tokens"] += line.tokens
 
 
-def usage(vault_ref: str, lines: Sequence[UsageLine], start: int, end: int) -> schemas.UsageResponse:
+def usage(
+    vault_ref: str, lines: Sequence[UsageLine], start: int, end: int
+) -> schemas.UsageResponse:
     def empty() -> dict[str, int]:
         return {"events": 0, "retrieval_tokens": 0, "storage_tokens": 0, "deletion_tokens": 0}
 

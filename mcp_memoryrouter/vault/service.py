@@ -125,8 +125,16 @@ class VaultService:
             for part, unit in enumerate(chunking.split_message(content)):
                 dedup = _dedup_key(message.role, session_id, date_ms, part, unit)
                 rows.append(
-                    NewRaw(new_memory_id(), message.role, unit, est_tokens(unit), date_ms,
-                           session_id, dedup, now)
+                    NewRaw(
+                        new_memory_id(),
+                        message.role,
+                        unit,
+                        est_tokens(unit),
+                        date_ms,
+                        session_id,
+                        dedup,
+                        now,
+                    )
                 )
         ids, stored, tokens = self._store.ingest(access.vault_id, rows)
         if stored:
@@ -155,8 +163,13 @@ class VaultService:
         cap = None if max_tokens is None else int(max_tokens)
         now = self._clock()
         result = self._store.checkout(
-            access.vault_id, tier, tiers.selection_for(tier, cap), new_batch_id(), now,
-            leases.lease_until(now, self._lease_seconds), session_id,
+            access.vault_id,
+            tier,
+            tiers.selection_for(tier, cap),
+            new_batch_id(),
+            now,
+            leases.lease_until(now, self._lease_seconds),
+            session_id,
         )
         if isinstance(result, Batch):
             self._meter(access, UsageEvent("checkout", "retrieval", result.est_tokens, session_id))

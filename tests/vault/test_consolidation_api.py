@@ -37,20 +37,41 @@ def test_checkout_returns_the_documented_batch_shape(vault: Vault) -> None:
     ids = seed(vault, 3)
     batch = checkout(vault)
     assert set(batch) == {
-        "batch_id", "tier", "count", "est_tokens", "covers", "lease_expires_at", "memories",
-        "source_ids", "reflection_contract", "tier_definitions"}
+        "batch_id",
+        "tier",
+        "count",
+        "est_tokens",
+        "covers",
+        "lease_expires_at",
+        "memories",
+        "source_ids",
+        "reflection_contract",
+        "tier_definitions",
+    }
     assert batch["batch_id"].startswith("cb_") and len(batch["batch_id"]) >= 35
     assert (batch["tier"], batch["count"], batch["source_ids"]) == (1, 3, ids)
-    assert batch["memories"][0] == {"text": "memory number 00000 " + "x" * 20,
-                                    "date": "2026-02-01T00:00:00.000Z"}
-    assert batch["covers"] == {"from": "2026-02-01T00:00:00.000Z",
-                               "to": "2026-02-01T00:00:02.000Z"}
+    assert batch["memories"][0] == {
+        "text": "memory number 00000 " + "x" * 20,
+        "date": "2026-02-01T00:00:00.000Z",
+    }
+    assert batch["covers"] == {"from": "2026-02-01T00:00:00.000Z", "to": "2026-02-01T00:00:02.000Z"}
     assert batch["lease_expires_at"] == "2026-01-01T00:15:00.000Z"
     assert batch["est_tokens"] == 30
     contract = batch["reflection_contract"]
-    assert set(contract) == {"version", "target_tier", "instructions", "entry_schema",
-                             "min_entries", "max_entries", "recommended_entries"}
-    assert (contract["target_tier"], contract["min_entries"], contract["max_entries"]) == (2, 1, 100)
+    assert set(contract) == {
+        "version",
+        "target_tier",
+        "instructions",
+        "entry_schema",
+        "min_entries",
+        "max_entries",
+        "recommended_entries",
+    }
+    assert (contract["target_tier"], contract["min_entries"], contract["max_entries"]) == (
+        2,
+        1,
+        100,
+    )
     assert batch["tier_definitions"]["target_tier"] == 2
 
 
@@ -75,11 +96,20 @@ def test_tier1_batches_fill_the_token_budget(vault: Vault) -> None:
 def test_commit_creates_reflections_links_lineage_and_marks_sources(vault: Vault) -> None:
     ids = seed(vault, 4)
     batch = checkout(vault)
-    entries = [{"text": "They counted memories.", "importance": 8},
-               {"text": "  It went fine.  ", "importance": 3}]
+    entries = [
+        {"text": "They counted memories.", "importance": 8},
+        {"text": "  It went fine.  ", "importance": 3},
+    ]
     body = commit(vault, batch["batch_id"], entries).json()
-    assert set(body) == {"batch_id", "committed", "already_committed", "tier", "created",
-                         "sources_consolidated", "reflection"}
+    assert set(body) == {
+        "batch_id",
+        "committed",
+        "already_committed",
+        "tier",
+        "created",
+        "sources_consolidated",
+        "reflection",
+    }
     assert (body["committed"], body["already_committed"], body["tier"]) == (True, False, 2)
     assert [c["importance"] for c in body["created"]] == [8, 3]
     assert body["sources_consolidated"] == 4
@@ -89,7 +119,8 @@ def test_commit_creates_reflections_links_lineage_and_marks_sources(vault: Vault
     assert [s["id"] for s in top["sources"]] == ids
     up = vault.post("/v1/memory/inspect", {"memory_id": ids[0]}).json()
     assert sorted(r["id"] for r in up["consolidated_into"]) == sorted(
-        c["id"] for c in body["created"])
+        c["id"] for c in body["created"]
+    )
     assert checkout(vault)["batch_id"] is None
 
 
@@ -149,8 +180,12 @@ def test_unknown_batches_and_batches_of_other_vaults_are_404(vault: Vault) -> No
     foreign = vault.post(CHECKOUT, {"tier": 1}, other).json()["batch_id"]
     for batch_id in ("cb_" + "0" * 32, foreign):
         assert_envelope(commit(vault, batch_id), 404, "not_found")
-    assert vault.post(COMMIT, {"batch_id": foreign, "entries": [
-        {"text": "ok", "importance": 1}]}, other).status_code == 200
+    assert (
+        vault.post(
+            COMMIT, {"batch_id": foreign, "entries": [{"text": "ok", "importance": 1}]}, other
+        ).status_code
+        == 200
+    )
 
 
 @pytest.mark.parametrize(
@@ -173,8 +208,13 @@ def test_unknown_batches_and_batches_of_other_vaults_are_404(vault: Vault) -> No
 def test_invalid_entries_are_400_and_nothing_is_written(vault: Vault, entries: Any) -> None:
     seed(vault, 2)
     batch = checkout(vault)
-    assert_envelope(commit(vault, batch["batch_id"], entries) if entries else vault.post(
-        COMMIT, {"batch_id": batch["batch_id"], "entries": []}), 400, "invalid_request")
+    assert_envelope(
+        commit(vault, batch["batch_id"], entries)
+        if entries
+        else vault.post(COMMIT, {"batch_id": batch["batch_id"], "entries": []}),
+        400,
+        "invalid_request",
+    )
     stats = vault.http.get("/v1/memory/stats", headers=vault.headers()).json()
     assert stats["tiers"]["2"]["count"] == 0
     assert commit(vault, batch["batch_id"]).status_code == 200  # the lease still holds
@@ -184,12 +224,21 @@ def test_an_entry_quoting_the_batch_id_is_refused(vault: Vault) -> None:
     seed(vault, 1)
     batch = checkout(vault)
     text = f"Summary of {batch['batch_id']}."
-    assert_envelope(commit(vault, batch["batch_id"], [{"text": text, "importance": 4}]), 400,
-                    "invalid_request")
+    assert_envelope(
+        commit(vault, batch["batch_id"], [{"text": text, "importance": 4}]), 400, "invalid_request"
+    )
 
 
-@pytest.mark.parametrize("body", [{}, {"tier": 3}, {"tier": "1"}, {"tier": 1, "max_tokens": "5"},
-                                  {"tier": 1, "max_tokens": True}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"tier": 3},
+        {"tier": "1"},
+        {"tier": 1, "max_tokens": "5"},
+        {"tier": 1, "max_tokens": True},
+    ],
+)
 def test_invalid_checkouts_are_400(vault: Vault, body: Any) -> None:
     assert_envelope(vault.post(CHECKOUT, body), 400, "invalid_request")
 
@@ -198,9 +247,14 @@ def test_tier2_checkout_is_importance_driven_and_commits_to_tier3(vault: Vault) 
     seed(vault, 50, chars=400)  # five batches of 1,000 tokens, five reflections each
     created: list[str] = []
     while (batch := checkout(vault, max_tokens=1000))["batch_id"]:
-        body = commit(vault, batch["batch_id"], [
-            {"text": f"Reflection {n} about {batch['count']} moments.", "importance": 7}
-            for n in range(5)]).json()
+        body = commit(
+            vault,
+            batch["batch_id"],
+            [
+                {"text": f"Reflection {n} about {batch['count']} moments.", "importance": 7}
+                for n in range(5)
+            ],
+        ).json()
         created += sorted(c["id"] for c in body["created"])  # same window: ordered by id
     top = checkout(vault, tier=2)
     assert top["tier"] == 2

@@ -13,7 +13,7 @@ from tests.vault.test_keys_api import assert_envelope
 
 
 def rows(vault: Vault) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(vault.store._path)  # noqa: SLF001
+    conn = sqlite3.connect(vault.store._path)
     found = conn.execute(
         "SELECT role, content, date_from, session_id, tier FROM memories ORDER BY seq"
     ).fetchall()
@@ -39,15 +39,15 @@ def test_dates_roles_and_sessions_are_kept(vault: Vault) -> None:
     assert response.status_code == 202
     stored = rows(vault)
     assert [r[0] for r in stored] == ["assistant", "observation", "system", "user"]
-    assert [r[2] for r in stored] == [
-        1769904000000, 1769932800000, T0, 1769940000500]
+    assert [r[2] for r in stored] == [1769904000000, 1769932800000, T0, 1769940000500]
     assert {r[3] for r in stored} == {"s1"}
 
 
 def test_session_header_mirrors_session_id(vault: Vault) -> None:
     body = {"messages": [{"content": "x"}]}
-    vault.http.post("/v1/memory/ingest", json=body,
-                    headers={**vault.headers(), "X-Session-ID": "from-header"})
+    vault.http.post(
+        "/v1/memory/ingest", json=body, headers={**vault.headers(), "X-Session-ID": "from-header"}
+    )
     assert rows(vault)[0][3] == "from-header"
 
 
@@ -108,22 +108,31 @@ def test_a_bad_message_anywhere_in_the_batch_stores_nothing(vault: Vault) -> Non
 
 def test_lone_surrogates_are_refused_cleanly(vault: Vault) -> None:
     raw = b'{"messages": [{"content": "broken \\ud800 text"}]}'
-    response = vault.http.post("/v1/memory/ingest", content=raw,
-                               headers={**vault.headers(), "content-type": "application/json"})
+    response = vault.http.post(
+        "/v1/memory/ingest",
+        content=raw,
+        headers={**vault.headers(), "content-type": "application/json"},
+    )
     assert_envelope(response, 400, "invalid_request")
     assert rows(vault) == []
 
 
 def test_malformed_json_is_400(vault: Vault) -> None:
-    response = vault.http.post("/v1/memory/ingest", content=b'{"messages": [',
-                               headers={**vault.headers(), "content-type": "application/json"})
+    response = vault.http.post(
+        "/v1/memory/ingest",
+        content=b'{"messages": [',
+        headers={**vault.headers(), "content-type": "application/json"},
+    )
     assert_envelope(response, 400, "invalid_request")
 
 
 def test_bodies_over_one_mebibyte_are_413_and_store_nothing(vault: Vault) -> None:
     body = json.dumps({"messages": [{"content": "x" * (1024 * 1024)}]}).encode()
-    response = vault.http.post("/v1/memory/ingest", content=body,
-                               headers={**vault.headers(), "content-type": "application/json"})
+    response = vault.http.post(
+        "/v1/memory/ingest",
+        content=body,
+        headers={**vault.headers(), "content-type": "application/json"},
+    )
     assert_envelope(response, 413, "payload_too_large")
     assert rows(vault) == []
 
@@ -137,7 +146,10 @@ def test_streamed_bodies_without_length_are_also_limited(tmp_path: Path) -> None
             yield b"y" * 1000
         yield b'"}]}'
 
-    response = small.http.post("/v1/memory/ingest", content=chunks(),  # type: ignore[arg-type]
-                               headers={**small.headers(), "content-type": "application/json"})
+    response = small.http.post(
+        "/v1/memory/ingest",
+        content=chunks(),  # type: ignore[arg-type]
+        headers={**small.headers(), "content-type": "application/json"},
+    )
     assert_envelope(response, 413, "payload_too_large")
     small.store.close()

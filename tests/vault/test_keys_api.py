@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import httpx2
 import pytest
 
 from tests.support import Vault
@@ -11,9 +12,9 @@ from tests.support import Vault
 SEARCH = {"query": "postgres"}
 
 
-def assert_envelope(response: object, status: int, code: str) -> None:
-    assert getattr(response, "status_code") == status, getattr(response, "text")
-    body = response.json()  # type: ignore[attr-defined]
+def assert_envelope(response: httpx2.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
     assert set(body) == {"error"}
     assert set(body["error"]) == {"code", "message", "details"}
     assert body["error"]["code"] == code
@@ -40,8 +41,11 @@ def test_key_is_accepted_from_each_header(vault: Vault, header: str) -> None:
 def test_x_memory_key_wins_over_authorization_and_x_api_key(vault: Vault) -> None:
     other = vault.new_key()
     vault.ingest("postgres chosen", key=other)
-    headers = {"X-Memory-Key": other, "Authorization": f"Bearer {vault.key}",
-               "x-api-key": vault.key}
+    headers = {
+        "X-Memory-Key": other,
+        "Authorization": f"Bearer {vault.key}",
+        "x-api-key": vault.key,
+    }
     hits = vault.http.post("/v1/memory/search", json=SEARCH, headers=headers).json()["memories"]
     assert len(hits) == 1
     headers = {"Authorization": f"Bearer {other}", "x-api-key": vault.key}
@@ -50,7 +54,7 @@ def test_x_memory_key_wins_over_authorization_and_x_api_key(vault: Vault) -> Non
 
 
 def test_keys_are_stored_only_as_hashes(vault: Vault, tmp_path: object) -> None:
-    conn = sqlite3.connect(vault.store._path)  # noqa: SLF001 - reading the file as an attacker would
+    conn = sqlite3.connect(vault.store._path)
     dump = "\n".join(conn.iterdump())
     conn.close()
     assert vault.key not in dump
@@ -66,17 +70,21 @@ def test_read_suffix_retrieves_but_never_stores(vault: Vault) -> None:
 
 def test_write_suffix_stores_but_never_retrieves(vault: Vault) -> None:
     write = vault.key + ":write"
-    assert vault.post("/v1/memory/ingest", {"messages": [{"content": "x"}]}, write).status_code == 202
+    assert (
+        vault.post("/v1/memory/ingest", {"messages": [{"content": "x"}]}, write).status_code == 202
+    )
     assert_envelope(vault.post("/v1/memory/search", SEARCH, write), 403, "forbidden")
-    assert_envelope(vault.post("/v1/memory/consolidate/checkout", {"tier": 1}, write), 403,
-                    "forbidden")
+    assert_envelope(
+        vault.post("/v1/memory/consolidate/checkout", {"tier": 1}, write), 403, "forbidden"
+    )
 
 
 def test_off_suffix_does_neither(vault: Vault) -> None:
     off = vault.key + ":off"
     assert_envelope(vault.post("/v1/memory/search", SEARCH, off), 403, "forbidden")
-    assert_envelope(vault.post("/v1/memory/ingest", {"messages": [{"content": "x"}]}, off), 403,
-                    "forbidden")
+    assert_envelope(
+        vault.post("/v1/memory/ingest", {"messages": [{"content": "x"}]}, off), 403, "forbidden"
+    )
 
 
 def test_minted_key_opens_the_same_vault(vault: Vault) -> None:
@@ -100,8 +108,10 @@ def test_minted_read_only_key_reads_but_gets_403_on_every_write(vault: Vault) ->
     writes = [
         ("/v1/memory/ingest", {"messages": [{"content": "x"}]}),
         ("/v1/memory/consolidate/checkout", {"tier": 1}),
-        ("/v1/memory/consolidate/commit",
-         {"batch_id": "cb_x", "entries": [{"text": "t", "importance": 1}]}),
+        (
+            "/v1/memory/consolidate/commit",
+            {"batch_id": "cb_x", "entries": [{"text": "t", "importance": 1}]},
+        ),
         ("/v1/memory/delete-ids", {"ids": ids}),
         ("/v1/keys", {}),
     ]
@@ -122,8 +132,10 @@ def test_ids_of_another_vault_behave_exactly_like_unknown_ids(vault: Vault) -> N
     for memory_id in (foreign, unknown):
         response = vault.post("/v1/memory/inspect", {"memory_id": memory_id})
         assert_envelope(response, 404, "not_found")
-    assert vault.post("/v1/memory/inspect", {"memory_id": foreign}).json()["error"]["message"] == (
-        vault.post("/v1/memory/inspect", {"memory_id": unknown}).json()["error"]["message"])
+    assert (
+        vault.post("/v1/memory/inspect", {"memory_id": foreign}).json()["error"]["message"]
+        == (vault.post("/v1/memory/inspect", {"memory_id": unknown}).json()["error"]["message"])
+    )
     deleted = vault.post("/v1/memory/delete-ids", {"ids": [foreign]}).json()
     assert (deleted["deleted"], deleted["not_found"]) == (0, 1)
     assert vault.post("/v1/memory/search", {"query": "secret"}).json()["memories"] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -47,7 +49,7 @@ def test_long_messages_split_into_overlapping_units_of_about_300_tokens() -> Non
     assert len(units) > 1
     assert all(est_tokens(u) <= 450 for u in units)
     assert all(u.endswith(".") for u in units[:-1])
-    for before, after in zip(units, units[1:], strict=False):
+    for before, after in itertools.pairwise(units):
         assert after[:20] in before  # the overlap repeats the end of the previous unit
 
 
@@ -55,7 +57,7 @@ def test_long_messages_split_into_overlapping_units_of_about_300_tokens() -> Non
 def test_chunk_spans_cover_every_character_and_stay_within_the_unit_size(text: str) -> None:
     spans = chunking.unit_spans(text)
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert start <= end  # touching or overlapping: nothing skipped
     assert all(est_tokens(text[a:b]) <= 450 for a, b in spans)
     assert chunking.split_message(text) == [
@@ -99,14 +101,18 @@ def test_tier2_stops_at_the_10000_token_soft_cap() -> None:
 def test_debt_importance_equivalent_and_suggestions_follow_the_document() -> None:
     block = debt.debt_block(Counters(40_000, 13_200_000, 120, 640, 41_000))
     assert block["unconsolidated"]["raw"] == {
-        "units": 40_000, "est_tokens": 13_200_000, "importance_equiv": 39_600}
+        "units": 40_000,
+        "est_tokens": 13_200_000,
+        "importance_equiv": 39_600,
+    }
     assert block["suggestion"] == (
         "raw consolidation suggested: 39600 unconsolidated importance; "
         "tier 2 consolidation suggested: 640 unconsolidated importance"
     )
     assert debt.debt_block(Counters(1, 49_999, 3, 149, 10))["suggestion"] is None
     assert debt.debt_block(Counters(1, 50_000, 0, 0, 0))["suggestion"] == (
-        "raw consolidation suggested: 150 unconsolidated importance")
+        "raw consolidation suggested: 150 unconsolidated importance"
+    )
 
 
 @pytest.mark.parametrize(

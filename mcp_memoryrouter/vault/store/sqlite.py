@@ -158,8 +158,18 @@ class SQLiteStore:
                     "INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, "
                     "date_to, session_id, dedup, created_ms) "
                     "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (row.id, vault_id, row.role, row.content, row.tokens, row.date_ms,
-                     row.date_ms, row.session_id, row.dedup, row.created_ms),
+                    (
+                        row.id,
+                        vault_id,
+                        row.role,
+                        row.content,
+                        row.tokens,
+                        row.date_ms,
+                        row.date_ms,
+                        row.session_id,
+                        row.dedup,
+                        row.created_ms,
+                    ),
                 )
                 if cursor.rowcount == 1:
                     ids.append(row.id)
@@ -257,7 +267,9 @@ class SQLiteStore:
                     continue
                 marks = placeholders(len(rows))
                 conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", [r[0] for r in rows])
-                conn.execute(f"DELETE FROM lineage WHERE parent_id IN ({marks})", [r[1] for r in rows])
+                conn.execute(
+                    f"DELETE FROM lineage WHERE parent_id IN ({marks})", [r[1] for r in rows]
+                )
                 _subtract_counters(conn, vault_id, rows)
                 deleted += len(rows)
                 tokens += sum(r[3] for r in rows)
@@ -326,22 +338,40 @@ class SQLiteStore:
 def _subtract_counters(
     conn: sqlite3.Connection, vault_id: str, rows: Sequence[tuple[int, str, int, int, int, int]]
 ) -> None:
-    def total(tier: int, index: int, *, open_only: bool = False) -> int:
-        return sum(
-            (r[index] or 0) if index else 1
-            for r in rows
-            if r[2] == tier and (not open_only or r[5] == 0)
-        )
-
+    """Take deleted rows (seq, id, tier, tokens, importance, consolidated) off the counters."""
+    count = {1: 0, 2: 0, 3: 0}
+    tokens = {1: 0, 2: 0, 3: 0}
+    importance = {1: 0, 2: 0, 3: 0}
+    open_count = {1: 0, 2: 0}
+    open_tokens = {1: 0, 2: 0}
+    open_importance = {1: 0, 2: 0}
+    for _, _, tier, row_tokens, row_importance, consolidated in rows:
+        count[tier] += 1
+        tokens[tier] += row_tokens
+        importance[tier] += row_importance or 0
+        if tier < 3 and not consolidated:
+            open_count[tier] += 1
+            open_tokens[tier] += row_tokens
+            open_importance[tier] += row_importance or 0
     conn.execute(
         "UPDATE vaults SET raw_units = raw_units - ?, raw_tokens = raw_tokens - ?, "
         "t2_count = t2_count - ?, t2_importance = t2_importance - ?, t2_tokens = t2_tokens - ?, "
         "n1 = n1 - ?, tok1 = tok1 - ?, n2 = n2 - ?, tok2 = tok2 - ?, imp2 = imp2 - ?, "
         "n3 = n3 - ?, tok3 = tok3 - ?, imp3 = imp3 - ? WHERE id = ?",
         (
-            total(1, 0, open_only=True), total(1, 3, open_only=True),
-            total(2, 0, open_only=True), total(2, 4, open_only=True), total(2, 3, open_only=True),
-            total(1, 0), total(1, 3), total(2, 0), total(2, 3), total(2, 4),
-            total(3, 0), total(3, 3), total(3, 4), vault_id,
+            open_count[1],
+            open_tokens[1],
+            open_count[2],
+            open_importance[2],
+            open_tokens[2],
+            count[1],
+            tokens[1],
+            count[2],
+            tokens[2],
+            importance[2],
+            count[3],
+            tokens[3],
+            importance[3],
+            vault_id,
         ),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 
 from mcp_memoryrouter.errors import LeaseExpired, NotFound
 from mcp_memoryrouter.vault import leases, lineage, tiers
@@ -27,7 +27,7 @@ from mcp_memoryrouter.vault.tokens import est_tokens
 
 def _free_candidates(
     conn: sqlite3.Connection, vault_id: str, tier: int, now_ms: int
-) -> Iterator[Candidate]:
+) -> Generator[Candidate, None, None]:
     cursor = conn.execute(
         "SELECT id, tokens, importance, date_from, date_to, content, lease_until "
         "FROM memories WHERE vault_id = ? AND tier = ? AND consolidated = 0 "
@@ -66,8 +66,17 @@ def checkout(
     conn.execute(
         "INSERT INTO batches (id, vault_id, tier, created_ms, lease_until, covers_from, "
         "covers_to, est_tokens, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (batch_id, vault_id, tier, now_ms, lease_until_ms, covers_from, covers_to, total,
-         session_id),
+        (
+            batch_id,
+            vault_id,
+            tier,
+            now_ms,
+            lease_until_ms,
+            covers_from,
+            covers_to,
+            total,
+            session_id,
+        ),
     )
     conn.executemany(
         "INSERT INTO batch_sources (batch_id, memory_id) VALUES (?, ?)",
@@ -119,8 +128,18 @@ def commit(
         "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
         "date_to, batch_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (c.id, vault_id, target, e.text, est_tokens(e.text), e.importance, covers_from,
-             covers_to, batch_id, now_ms)
+            (
+                c.id,
+                vault_id,
+                target,
+                e.text,
+                est_tokens(e.text),
+                e.importance,
+                covers_from,
+                covers_to,
+                batch_id,
+                now_ms,
+            )
             for c, e in zip(created, entries, strict=True)
         ],
     )
@@ -138,8 +157,12 @@ def commit(
     conn.execute(
         "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
         "WHERE id = ?",
-        (now_ms, json.dumps([{"id": c.id, "importance": c.importance} for c in created]),
-         len(sources), batch_id),
+        (
+            now_ms,
+            json.dumps([{"id": c.id, "importance": c.importance} for c in created]),
+            len(sources),
+            batch_id,
+        ),
     )
     return CommitOutcome(batch_id, target, tuple(created), len(sources), already_committed=False)
 
@@ -162,16 +185,32 @@ def _move_counters(
             "t2_count = t2_count + ?, t2_importance = t2_importance + ?, "
             "t2_tokens = t2_tokens + ?, n2 = n2 + ?, tok2 = tok2 + ?, imp2 = imp2 + ? "
             "WHERE id = ?",
-            (len(sources), src_tokens, len(created), new_importance, new_tokens,
-             len(created), new_tokens, new_importance, vault_id),
+            (
+                len(sources),
+                src_tokens,
+                len(created),
+                new_importance,
+                new_tokens,
+                len(created),
+                new_tokens,
+                new_importance,
+                vault_id,
+            ),
         )
     else:
         conn.execute(
             "UPDATE vaults SET t2_count = t2_count - ?, t2_importance = t2_importance - ?, "
             "t2_tokens = t2_tokens - ?, n3 = n3 + ?, tok3 = tok3 + ?, imp3 = imp3 + ? "
             "WHERE id = ?",
-            (len(sources), src_importance, src_tokens, len(created), new_tokens,
-             new_importance, vault_id),
+            (
+                len(sources),
+                src_importance,
+                src_tokens,
+                len(created),
+                new_tokens,
+                new_importance,
+                vault_id,
+            ),
         )
 
 
@@ -209,7 +248,10 @@ def read_lineage(
             (memory_id, vault_id),
         ).fetchall()
         result = Lineage(
-            memory, result.sources, result.sources_total, result.sources_deleted,
+            memory,
+            result.sources,
+            result.sources_total,
+            result.sources_deleted,
             tuple(map(memory_from_row, parents)),
         )
     return result

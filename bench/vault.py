@@ -1,0 +1,130 @@
+"""Vault latency at two sizes: ingest, checkout, commit, search and the debt block.
+
+    python bench/vault.py [--sizes 10000,100000] [--samples 40]
+
+Each size gets a fresh data directory: raw memories are loaded in bulk in-process, then a
+real ``mcp-memoryrouter serve`` process answers every timed request over loopback HTTP.
+Prints p50/p95 per operation and the ratio of p50s between the largest and smallest size
+(goal: checkout+commit and the debt block independent of vault size, ratio <= 1.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import p50, p95, server, table, timed  # noqa: E402
+from mcp_memoryrouter.vault import render  # noqa: E402
+from mcp_memoryrouter.vault.dates import format_ms  # noqa: E402
+from mcp_memoryrouter.vault.service import IncomingMessage, VaultService  # noqa: E402
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore  # noqa: E402
+
+WORDS = ("deploy auth postgres lease budget review design memory vector index session "
+         "customer invoice meeting roadmap bug release schema billing search").split()
+DAY_MS = 86_400_000
+START_MS = 1_735_689_600_000  # 2025-01-01
+
+
+def sentence(i: int) -> str:
+    picks = [WORDS[(i * k + k) % len(WORDS)] for k in range(1, 9)]
+    return f"Note {i}: talked about {' '.join(picks)} with the team and agreed next steps."
+
+
+def load(data_dir: Path, size: int) -> str:
+    """Create a vault and bulk-load ``size`` dated raw memories; return its key."""
+    store = SQLiteStore(data_dir / "vault.sqlite3")
+    service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
+    key, _ = service.create_vault()
+    access = service.authenticate(key)
+    step = 365 * DAY_MS // size
+    for start in range(0, size, 1000):
+        batch = [
+            IncomingMessage("user", sentence(i), START_MS + i * step)
+            for i in range(start, min(size, start + 1000))
+        ]
+        service.ingest(access, batch, None)
+    timings = timed(lambda: render.reflection(service.debt(access)), 2000)
+    store.close()
+    global _DEBT_US
+    _DEBT_US = (p50(timings) * 1000, p95(timings) * 1000)
+    return key
+
+
+_DEBT_US = (0.0, 0.0)
+
+
+def measure(size: int, samples: int) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        key = load(Path(tmp), size)
+        print(f"  loaded {size} raw memories in {time.perf_counter() - started:.1f} s",
+              file=sys.stderr)
+        results: dict[str, list[float]] = {}
+        with server(Path(tmp)) as url, httpx2.Client(
+            base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as http:
+            counter = iter(range(10**9))
+
+            def ingest() -> None:
+                n = next(counter)
+                messages = [{"content": sentence(n * 10 + j) + " fresh",
+                             "date": format_ms(START_MS + 400 * DAY_MS + n)} for j in range(10)]
+                http.post("/v1/memory/ingest", json={"messages": messages}).raise_for_status()
+
+            results["ingest (10 msgs)"] = timed(ingest, samples)
+            batches: list[str] = []
+
+            def checkout() -> None:
+                body = http.post("/v1/memory/consolidate/checkout",
+                                 json={"tier": 1, "max_tokens": 2000}).json()
+                batches.append(body["batch_id"])
+
+            results["checkout (2k tokens)"] = timed(checkout, samples)
+            pending = iter(batches)
+            entries = [{"text": f"Reflection {i} on the period.", "importance": 6}
+                       for i in range(6)]
+
+            def commit() -> None:
+                http.post("/v1/memory/consolidate/commit", json={
+                    "batch_id": next(pending), "entries": entries}).raise_for_status()
+
+            results["commit (6 entries)"] = timed(commit, samples)
+            results["search (lexical)"] = timed(
+                lambda: http.post("/v1/memory/search",
+                                  json={"query": "postgres deploy review", "limit": 10}), samples)
+            results["stats + debt (HTTP)"] = timed(lambda: http.get("/v1/memory/stats"), samples)
+        results["debt block (in-process, µs)"] = [_DEBT_US[0] / 1000, _DEBT_US[1] / 1000]
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--samples", type=int, default=40)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    runs = {}
+    for size in sizes:
+        print(f"size {size}:", file=sys.stderr)
+        runs[size] = measure(size, args.samples)
+    small, large = sizes[0], sizes[-1]
+    headers = ["operation"] + [f"p50/p95 ms @{s // 1000}k" for s in sizes] + [
+        f"ratio {large // 1000}k/{small // 1000}k"]
+    rows = []
+    for op in runs[small]:
+        scale = 1000.0 if "µs" in op else 1.0
+        cells = [f"{p50(runs[s][op]) * scale:.2f} / {p95(runs[s][op]) * scale:.2f}" for s in sizes]
+        ratio = p50(runs[large][op]) / max(p50(runs[small][op]), 1e-9)
+        rows.append([op, *cells, f"{ratio:.2f}"])
+    print(table(headers, rows))
+
+
+if __name__ == "__main__":
+    main()
