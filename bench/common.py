@@ -29,7 +29,9 @@ def server(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[
     env = {**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), **(extra_env or {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -303,8 +303,13 @@ class SQLiteStore:
                 "n1, tok1, n2, tok2, imp2, n3, tok3, imp3 FROM vaults WHERE id = ?",
                 (vault_id,),
             ).fetchone()
-            oldest, newest = conn.execute(
-                "SELECT min(date_from), max(date_from) FROM memories WHERE vault_id = ?",
+            # Two ordered lookups: min() and max() in one query would scan the vault's index.
+            oldest = conn.execute(
+                "SELECT date_from FROM memories WHERE vault_id = ? ORDER BY date_from LIMIT 1",
+                (vault_id,),
+            ).fetchone()
+            newest = conn.execute(
+                "SELECT date_from FROM memories WHERE vault_id = ? ORDER BY date_from DESC LIMIT 1",
                 (vault_id,),
             ).fetchone()
         totals = {
@@ -312,7 +317,7 @@ class SQLiteStore:
             2: TierTotals(v[8], v[9], v[10]),
             3: TierTotals(v[11], v[12], v[13]),
         }
-        return Stats(v[0], totals, oldest, newest, Counters(*v[1:6]))
+        return Stats(v[0], totals, oldest and oldest[0], newest and newest[0], Counters(*v[1:6]))
 
     def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None:
         if not events:
