@@ -189,3 +189,15 @@ def test_health_and_openapi_are_public(vault: Vault) -> None:
 def test_unknown_routes_and_methods_use_the_envelope(vault: Vault) -> None:
     assert_envelope(vault.http.get("/v1/nothing"), 404, "not_found")
     assert_envelope(vault.http.get("/v1/memory/search"), 405, "method_not_allowed")
+
+
+def test_reopening_the_store_keeps_data_and_reapplies_no_migration(vault: Vault) -> None:
+    from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+
+    vault.ingest("kept across restarts")
+    again = SQLiteStore(vault.store._path)  # noqa: SLF001
+    try:
+        assert again.schema_version == vault.store.schema_version >= 1
+        assert again.vault_count() == 1
+    finally:
+        again.close()
