@@ -28,6 +28,12 @@ def _check_tiers(value: list[int] | None) -> list[int] | None:
     return value
 
 
+def _check_number(value: Any) -> Any:
+    if isinstance(value, bool) or (value is not None and not isinstance(value, int | float)):
+        raise ValueError("max_tokens must be a number")
+    return value
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -59,6 +65,27 @@ class SearchRequest(_Request):
     _tiers = field_validator("tiers")(_check_tiers)
 
 
+class DateSearchRequest(_Request):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    from_: StrictStr = Field(alias="from")
+    to: StrictStr | None = None
+    query: Annotated[StrictStr, Field(max_length=10_000)] | None = None
+    tiers: list[StrictInt] | None = None
+    importance: Importance | None = None
+    max_tokens: StrictInt | float | None = None
+    order: Literal["newest_first", "oldest_first"] = "newest_first"
+    session_id: SessionId | None = None
+    embeddings: StrictStr | None = None
+
+    _tiers = field_validator("tiers")(_check_tiers)
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        return _check_number(value)
+
+
 class CheckoutRequest(_Request):
     tier: Literal[1, 2]
     max_tokens: StrictInt | float | None = None
@@ -68,9 +95,7 @@ class CheckoutRequest(_Request):
     @field_validator("max_tokens", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
-        if isinstance(value, bool) or (value is not None and not isinstance(value, int | float)):
-            raise ValueError("max_tokens must be a number")
-        return value
+        return _check_number(value)
 
 
 class EntryIn(_Request):
@@ -152,11 +177,20 @@ class MemoryRow(BaseModel):
     id: str
     tier: TierNumber
     content: str
-    score: float
+    score: float | None = Field(default=None, exclude_if=_omit_none)
     date: str | None = Field(default=None, exclude_if=_omit_none)
     covers: Covers | None = Field(default=None, exclude_if=_omit_none)
     role: Role | None = Field(default=None, exclude_if=_omit_none)
     importance: int | None = Field(default=None, exclude_if=_omit_none)
+
+
+class DateSearchResponse(BaseModel):
+    """Rows of the window; ``returned`` is the part of the window this page covers."""
+
+    memories: list[MemoryRow]
+    returned: Covers
+    truncated: bool
+    reflection: Reflection
 
 
 class SearchResponse(BaseModel):

@@ -53,6 +53,10 @@ SessionHeader = Annotated[str | None, Header(alias="X-Session-ID", max_length=20
 router = APIRouter(responses=_ERRORS)
 
 
+def _tiers(tiers: list[int] | None) -> tuple[Tier, ...] | None:
+    return None if tiers is None else tuple(t for t in (1, 2, 3) if t in tiers)
+
+
 @router.get("/healthz", response_model=schemas.Health, tags=["ops"])
 def healthz(request: Request) -> schemas.Health:
     return schemas.Health(status="ok", store=request.app.state.store_kind, version=__version__)
@@ -96,13 +100,32 @@ def ingest(
 def search(
     body: schemas.SearchRequest, access: Key, service: Service, x_session_id: SessionHeader = None
 ) -> schemas.SearchResponse:
-    tiers: tuple[Tier, ...] | None = None
-    if body.tiers is not None:
-        tiers = tuple(t for t in (1, 2, 3) if t in body.tiers)
-    where = SearchFilter(tiers, body.importance, body.session_id or x_session_id)
+    where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
     hits, counters = service.search(access, body.query, body.limit, where)
     return schemas.SearchResponse(
         memories=[render.search_row(h) for h in hits], reflection=render.reflection(counters)
+    )
+
+
+@router.post("/v1/memory/date-search", response_model=schemas.DateSearchResponse, tags=["memory"])
+def date_search(
+    body: schemas.DateSearchRequest,
+    access: Key,
+    service: Service,
+    x_session_id: SessionHeader = None,
+) -> schemas.DateSearchResponse:
+    """Time-first retrieval of a window; follow ``returned`` to page through it."""
+    start = parse_moment(body.from_, field="from")
+    end = service.now() if body.to is None else parse_moment(body.to, field="to", end_of_day=True)
+    where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
+    page, counters = service.date_search(
+        access, start, end, body.query, where, body.max_tokens, body.order
+    )
+    return schemas.DateSearchResponse(
+        memories=[render.search_row(h) for h in page.rows],
+        returned=render.covers(page.returned_from, page.returned_to),
+        truncated=page.truncated,
+        reflection=render.reflection(counters),
     )
 
 

@@ -191,7 +191,7 @@ class UsageLine:
 @dataclass(frozen=True)
 class ScoredMemory:
     memory: Memory
-    score: float
+    score: float | None
 
 
 @dataclass(frozen=True)
@@ -199,3 +199,4 @@ class SearchFilter:
     tiers: tuple[Tier, ...] | None = None
     min_importance: int | None = None
     session_id: str | None = None
+    window: tuple[int, int] | None = None  # coverage must overlap [from, to]

@@ -29,12 +29,13 @@ def covers(start: int, end: int) -> schemas.Covers:
 
 def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
     m = hit.memory
+    score = None if hit.score is None else round(hit.score, 6)
     if m.tier == 1:
         return schemas.MemoryRow(
             id=m.id,
             tier=m.tier,
             content=m.content,
-            score=round(hit.score, 6),
+            score=score,
             date=format_ms(m.date_from),
             role=m.role,
         )
@@ -42,7 +43,7 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
         id=m.id,
         tier=m.tier,
         content=m.content,
-        score=round(hit.score, 6),
+        score=score,
         covers=covers(m.date_from, m.date_to),
         importance=m.importance,
     )

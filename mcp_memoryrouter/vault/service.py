@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mcp_memoryrouter.errors import InvalidRequest, Unauthorized
-from mcp_memoryrouter.vault import chunking, contract, leases, tiers
+from mcp_memoryrouter.vault import chunking, contract, leases, tiers, window
 from mcp_memoryrouter.vault.domain import (
     Batch,
     CommitOutcome,
@@ -38,10 +38,12 @@ from mcp_memoryrouter.vault.keys import Access, hash_key, looks_like_key, missin
 from mcp_memoryrouter.vault.retrieval import query_terms
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.tokens import est_tokens
+from mcp_memoryrouter.vault.window import Order
 
 Clock = Callable[[], int]
 INSPECT_PAGE = 500
 MAX_DELETE_IDS = 500
+DATE_QUERY_CANDIDATES = 250
 
 
 @dataclass(frozen=True)
@@ -152,15 +154,55 @@ class VaultService:
             self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
         return hits, self._store.counters(access.vault_id)
 
+    def date_search(
+        self,
+        access: Access,
+        start: int,
+        end: int,
+        query: str | None,
+        where: SearchFilter,
+        max_tokens: float | None,
+        order: Order,
+    ) -> tuple[DatePage, Counters]:
+        access.require_read()
+        if start > end:
+            raise InvalidRequest("from must not be after to", {"field": "from"})
+        budget = window.DEFAULT_BUDGET if max_tokens is None else _budget(max_tokens)
+        where = replace(where, window=(start, end))
+        if query is not None and query.strip():
+            _check_text(query, "query")
+            hits = self._store.search_lexical(
+                access.vault_id, query_terms(query), DATE_QUERY_CANDIDATES, where
+            )
+            taken: list[ScoredMemory] = []
+            tokens = 0
+            for hit in hits:
+                if taken and tokens + hit.memory.tokens > budget:
+                    break
+                taken.append(hit)
+                tokens += hit.memory.tokens
+            truncated = len(taken) < len(hits)
+            page = DatePage(tuple(taken), start, end, truncated)
+        else:
+            found = self._store.date_page(access.vault_id, start, end, order, where, budget)
+            bounds = _returned(found, start, end, order)
+            page = DatePage(
+                tuple(ScoredMemory(m, None) for m in found.rows),
+                *bounds,
+                found.boundary is not None,
+            )
+        tokens = sum(h.memory.tokens for h in page.rows)
+        if tokens:
+            self._meter(access, UsageEvent("date-search", "retrieval", tokens, where.session_id))
+        return page, self._store.counters(access.vault_id)
+
     # --- consolidation ---------------------------------------------------------------
 
     def checkout(
         self, access: Access, tier: SourceTier, max_tokens: float | None, session_id: str | None
     ) -> Batch | EmptyCheckout:
         access.require_full()
-        if max_tokens is not None and not math.isfinite(max_tokens):
-            raise InvalidRequest("max_tokens must be a finite number", {"field": "max_tokens"})
-        cap = None if max_tokens is None else int(max_tokens)
+        cap = None if max_tokens is None else _budget(max_tokens)
         now = self._clock()
         result = self._store.checkout(
             access.vault_id,
@@ -234,6 +276,27 @@ class VaultService:
 
     def _meter(self, access: Access, event: UsageEvent) -> None:
         self._store.record_usage(access.vault_id, [event], self._clock())
+
+
+@dataclass(frozen=True)
+class DatePage:
+    rows: tuple[ScoredMemory, ...]
+    returned_from: int
+    returned_to: int
+    truncated: bool
+
+
+def _budget(max_tokens: float) -> int:
+    if not math.isfinite(max_tokens):
+        raise InvalidRequest("max_tokens must be a finite number", {"field": "max_tokens"})
+    return tiers.clamp_budget(int(max_tokens))
+
+
+def _returned(page: window.Page, start: int, end: int, order: Order) -> tuple[int, int]:
+    """The part of the window a page covers: its open bound is where the next page starts."""
+    if page.boundary is None:
+        return start, end
+    return (page.boundary, end) if order == "newest_first" else (start, page.boundary)
 
 
 def reflection_tier(tier: SourceTier) -> Tier:

@@ -195,7 +195,7 @@ def test_reopening_the_store_keeps_data_and_reapplies_no_migration(vault: Vault)
     from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
     vault.ingest("kept across restarts")
-    again = SQLiteStore(vault.store._path)  # noqa: SLF001
+    again = SQLiteStore(vault.store._path)
     try:
         assert again.schema_version == vault.store.schema_version >= 1
         assert again.vault_count() == 1

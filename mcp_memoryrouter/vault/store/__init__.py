@@ -27,6 +27,7 @@ from mcp_memoryrouter.vault.domain import (
     UsageLine,
 )
 from mcp_memoryrouter.vault.tiers import Selection
+from mcp_memoryrouter.vault.window import Order, Page
 
 
 class Store(Protocol):
@@ -51,6 +52,12 @@ class Store(Protocol):
     def search_lexical(
         self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
     ) -> list[ScoredMemory]: ...
+
+    def date_page(
+        self, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int
+    ) -> Page:
+        """One page of the window [start, end] in ``order`` (see :mod:`vault.window`)."""
+        ...
 
     def checkout(
         self,

@@ -33,9 +33,10 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
-from mcp_memoryrouter.vault.store import sqlite_reflect
+from mcp_memoryrouter.vault.store import sqlite_reflect, sqlite_window
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
 from mcp_memoryrouter.vault.tiers import Selection
+from mcp_memoryrouter.vault.window import Order, Page
 
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
 
@@ -218,11 +219,20 @@ class SQLiteStore:
         if where.session_id is not None:
             sql += " AND (m.tier > 1 OR m.session_id = ?)"
             params.append(where.session_id)
+        if where.window is not None:
+            sql += " AND m.date_from <= ? AND m.date_to >= ?"
+            params.extend((where.window[1], where.window[0]))
         sql += " ORDER BY rank LIMIT ?"
         params.append(limit)
         with self._read() as conn:
             rows = conn.execute(sql, params).fetchall()
         return [ScoredMemory(memory_from_row(r), -float(r[10])) for r in rows]
+
+    def date_page(
+        self, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int
+    ) -> Page:
+        with self._read() as conn:
+            return sqlite_window.date_page(conn, vault_id, start, end, order, where, budget)
 
     # --- consolidation -----------------------------------------------------------------
 
