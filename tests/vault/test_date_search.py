@@ -15,6 +15,7 @@ from mcp_memoryrouter.vault.domain import Batch, Entry, SearchFilter
 from mcp_memoryrouter.vault.keys import Access
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from mcp_memoryrouter.vault.window import Order
 from tests.support import FakeClock, Vault
 from tests.vault.test_consolidation_api import checkout, commit
 from tests.vault.test_keys_api import assert_envelope
@@ -139,14 +140,14 @@ def visit(
     access: Access,
     start: int,
     end: int,
-    order: str,
+    order: Order,
     budget: int,
     where: SearchFilter,
 ) -> list[str]:
     seen: list[str] = []
     lo, hi = start, end
     for _ in range(10_000):
-        page, _ = service.date_search(access, lo, hi, None, where, budget, order)  # type: ignore[arg-type]
+        page, _ = service.date_search(access, lo, hi, None, where, budget, order)
         seen += [h.memory.id for h in page.rows]
         if not page.truncated:
             return seen
@@ -173,7 +174,7 @@ def test_following_returned_visits_every_row_of_the_window_exactly_once(
     sizes: list[int],
     window: tuple[int, int],
     budget: int,
-    order: str,
+    order: Order,
     reflect: int,
 ) -> None:
     key, _ = service.create_vault()
