@@ -1,12 +1,146 @@
-"""Composition root of the whole server: today the vault; MCP and OAuth mount beside it."""
+"""Composition root of the server: the vault at /v1, the MCP endpoint at /mcp.
+
+Embedded mode: the MCP side calls the vault app in-process through an ASGI transport, so it
+runs the same client code as against a remote API. With ``MEMORYROUTER_API_URL`` set there
+is no local vault: /mcp proxies to that API over the network.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import ipaddress
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
+import httpx2
+from mcp.server import MCPServer
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
+
+from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
+from mcp_memoryrouter.auth.resource import ScopeGate
+from mcp_memoryrouter.auth.scopes import load_policy
+from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.vault.app import create_vault_app
 
+INTERNAL_URL = "http://vault.internal"
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
 
-def create_app(settings: Settings) -> FastAPI:
-    return create_vault_app(settings)
+
+class ConfigError(Exception):
+    """Raised when the settings describe a server that must not start."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class Server:
+    """The assembled server and the parts the CLI needs."""
+
+    app: ASGIApp
+    client: VaultClient
+    vault_app: Starlette | None
+
+
+def vault_client(settings: Settings, vault_app: ASGIApp | None) -> VaultClient:
+    if vault_app is None:
+        assert settings.api_url is not None
+        return VaultClient(settings.api_url)
+    return VaultClient(INTERNAL_URL, transport=httpx2.ASGITransport(app=vault_app))
+
+
+def local_key(settings: Settings, vault_app: Starlette | None) -> str | None:
+    """The key an unauthenticated local server acts with: MEMORYROUTER_KEY, else the one
+    kept in the data directory (created with a new vault on first use)."""
+    if settings.key:
+        return settings.key
+    if vault_app is None:
+        return None
+    path = Path(settings.data_dir) / "local.key"
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    key, _ = vault_app.state.service.create_vault(name="local")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(key + "\n")
+    return str(key)
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*LOOPBACK_HOSTS, *settings.allowed_hosts],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", *settings.cors_origins],
+    )
+
+
+def create_server(settings: Settings) -> Server:
+    if settings.auth == "none" and not is_loopback(settings.host):
+        raise ConfigError(
+            "MEMORYROUTER_AUTH=none serves one vault without authentication and only binds to "
+            f"a loopback address, not {settings.host}"
+        )
+    vault_app = None if settings.api_url else create_vault_app(settings)
+    client = vault_client(settings, vault_app)
+    policy = load_policy()
+    default_key = local_key(settings, vault_app) if settings.auth == "none" else None
+    mcp = build_server(Binder(client, default_key), policy)
+    endpoint: ASGIApp = mcp.streamable_http_app(
+        stateless_http=True, json_response=True, transport_security=transport_security(settings)
+    )
+    if settings.auth == "key":
+        endpoint = AuthenticationMiddleware(
+            AuthContextMiddleware(ScopeGate(endpoint, policy)),
+            backend=BearerAuthBackend(MemoryKeyVerifier(client)),
+        )
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            yield
+        await client.aclose()
+
+    routes: list[Route | Mount] = [
+        Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])
+    ]
+    if vault_app is not None:
+        routes.append(Mount("/", app=vault_app))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    cors = CORSMiddleware(
+        app,
+        allow_origins=settings.cors_origins,
+        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_headers=["*"],
+        expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
+    )
+    return Server(cors, client, vault_app)
+
+
+def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
+    """The MCP server for stdio: no HTTP auth, it acts with MEMORYROUTER_KEY."""
+    vault_app = None if settings.api_url else create_vault_app(settings)
+    client = vault_client(settings, vault_app)
+    return build_server(Binder(client, settings.key), load_policy()), client
+
+
+def create_app(settings: Settings) -> ASGIApp:
+    return create_server(settings).app

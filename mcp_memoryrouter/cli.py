@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
+import anyio
 import click
 import uvicorn
 
 from mcp_memoryrouter import __version__
-from mcp_memoryrouter.app import create_app
+from mcp_memoryrouter.app import ConfigError, create_server, create_stdio_server
+from mcp_memoryrouter.auth.scopes import PolicyError
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.app import build_service
 
@@ -28,25 +30,53 @@ def main() -> None:
 @click.option("--host", default=None, help="Interface to bind (default 127.0.0.1).")
 @click.option("--port", default=None, type=int, help="Port to listen on (default 8787).")
 def serve(host: str | None, port: int | None) -> None:
-    """Serve the REST API (/v1, /healthz, /openapi.json).
+    """Serve the MCP endpoint (/mcp) and the REST API (/v1, /healthz, /openapi.json).
 
     Data lives in MEMORYROUTER_DATA_DIR. On the first run, a vault is created and its
-    memory key is printed once.
+    memory key is printed once. MEMORYROUTER_API_URL serves /mcp only, proxying to that API.
     """
     settings = Settings()
     if host is not None:
         settings.host = host
     if port is not None:
         settings.port = port
-    app = create_app(settings)
-    service = app.state.service
-    if app.state.store_kind == "sqlite" and service.vault_count() == 0:
-        key, ref = service.create_vault(name="default")
-        click.echo(
-            f"Created vault {ref}. Its memory key is shown only now; keep it safe:\n  {key}",
-            err=True,
-        )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    try:
+        server = create_server(settings)
+    except (ConfigError, PolicyError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if server.vault_app is not None:
+        service = server.vault_app.state.service
+        if service.vault_count() == 0:
+            key, ref = service.create_vault(name="default")
+            click.echo(
+                f"Created vault {ref}. Its memory key is shown only now; keep it safe:\n  {key}",
+                err=True,
+            )
+    uvicorn.run(server.app, host=settings.host, port=settings.port, log_level="info")
+
+
+@main.command()
+def stdio() -> None:
+    """Serve MCP over stdin/stdout for local clients (Claude desktop).
+
+    The memory key comes from MEMORYROUTER_KEY; the vault is the local one in
+    MEMORYROUTER_DATA_DIR, or the API at MEMORYROUTER_API_URL.
+    """
+    settings = Settings()
+    if not settings.key:
+        raise click.ClickException("set MEMORYROUTER_KEY to the memory key of your vault")
+    try:
+        mcp, client = create_stdio_server(settings)
+    except PolicyError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+    async def run() -> None:
+        try:
+            await mcp.run_stdio_async()
+        finally:
+            await client.aclose()
+
+    anyio.run(run)
 
 
 @main.group()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,14 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65_535)
+    # MCP endpoint
+    auth: Literal["key", "none"] = "key"
+    key: str | None = None  # stdio and auth=none: the memory key the server acts with
+    api_url: str | None = None  # proxy to a remote MemoryRouter API instead of a local vault
+    allowed_hosts: list[str] = Field(default_factory=list)  # Host values beyond loopback
+    cors_origins: list[str] = Field(
+        default_factory=lambda: ["http://localhost:6274", "http://127.0.0.1:6274"]
+    )
 
     @property
     def sqlite_path(self) -> Path:

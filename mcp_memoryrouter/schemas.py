@@ -330,6 +330,14 @@ class KeyCreated(BaseModel):
     created_at: str
 
 
+class KeyInfo(BaseModel):
+    """What the presented key may do: its vault reference, never the key."""
+
+    vault: str
+    read_only: bool
+    mode: Literal["full", "read", "write", "off"]
+
+
 class Health(BaseModel):
     status: Literal["ok"]
     store: str

@@ -73,6 +73,12 @@ def create_key(body: schemas.KeyCreateRequest, access: Key, service: Service) ->
     )
 
 
+@router.get("/v1/keys/current", response_model=schemas.KeyInfo, tags=["keys"])
+def current_key(access: Key) -> schemas.KeyInfo:
+    """The vault reference and permissions of the presented key (any mode may ask)."""
+    return schemas.KeyInfo(vault=access.vault_ref, read_only=access.read_only, mode=access.mode)
+
+
 @router.post(
     "/v1/memory/ingest", status_code=202, response_model=schemas.IngestResponse, tags=["memory"]
 )

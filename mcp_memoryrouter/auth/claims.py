@@ -1,0 +1,4 @@
+"""Claims an access token carries inside this process (never on the wire)."""
+
+VAULT_KEY_CLAIM = "memoryrouter_vault_key"  # the memory key the grant is bound to
+VAULT_REF_CLAIM = "memoryrouter_vault"  # the vault's opaque public reference

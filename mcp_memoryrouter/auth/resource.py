@@ -1,0 +1,141 @@
+"""The resource-server side of /mcp: who is calling, and may they call this tool.
+
+Per-tool scopes are enforced before dispatch: a ``tools/call`` (or ``resources/read``) whose
+token lacks the scope ``scopes.yaml`` names is answered HTTP 403 with
+``WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`` so the client can step up
+(MCP authorization, "Scope challenge handling"; RFC 6750 §3.1).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_memoryrouter.auth.scopes import ScopePolicy
+
+MAX_BODY = 4 * 1024 * 1024  # the MCP SDK's own request limit
+
+
+def challenge(error: str, description: str, scope: str | None, metadata_url: str | None) -> str:
+    parts = [f'error="{error}"', f'error_description="{description}"']
+    if scope:
+        parts.append(f'scope="{scope}"')
+    if metadata_url:
+        parts.append(f'resource_metadata="{metadata_url}"')
+    return "Bearer " + ", ".join(parts)
+
+
+def _required(policy: ScopePolicy, rpc: Any) -> str | None:
+    """The scope one JSON-RPC message needs beyond authentication, if any."""
+    if not isinstance(rpc, dict):
+        return None
+    params = rpc.get("params") if isinstance(rpc.get("params"), dict) else {}
+    assert isinstance(params, dict)
+    if rpc.get("method") == "tools/call":
+        return policy.for_tool(str(params.get("name")))
+    if rpc.get("method") == "resources/read":
+        return policy.for_resource(str(params.get("uri")))
+    return None
+
+
+class ScopeGate:
+    """ASGI wrapper inside the authentication middleware (``scope["user"]`` is set)."""
+
+    def __init__(self, app: ASGIApp, policy: ScopePolicy, metadata_url: str | None = None) -> None:
+        self.app = app
+        self.policy = policy
+        self.metadata_url = metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            presented = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
+            error = "invalid_token" if presented else "invalid_request"
+            await self._deny(send, 401, error, "authentication required", "memories:read")
+            return
+        if scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        if body is None:
+            payload = b'{"error": "request body too large"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 413,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(payload)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": payload})
+            return
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = None  # the MCP transport answers malformed JSON itself
+        granted = set(user.scopes)
+        for rpc in message if isinstance(message, list) else [message]:
+            needed = _required(self.policy, rpc)
+            if needed is not None and needed not in granted:
+                await self._deny(
+                    send, 403, "insufficient_scope", f"this call needs the {needed} scope", needed
+                )
+                return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _deny(
+        self, send: Send, status: int, error: str, description: str, needed: str
+    ) -> None:
+        header = challenge(error, description, needed, self.metadata_url)
+        payload = json.dumps({"error": error, "error_description": description}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", header.encode()),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None when it passes the limit."""
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

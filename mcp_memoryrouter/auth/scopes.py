@@ -1,0 +1,93 @@
+"""The scope policy of ``scopes.yaml``: which scope each tool and resource needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+Scope = Literal["memories:read", "memories:write", "memories:reflect", "memories:delete"]
+ALL_SCOPES: tuple[Scope, ...] = (
+    "memories:read",
+    "memories:write",
+    "memories:reflect",
+    "memories:delete",
+)
+
+
+class PolicyError(Exception):
+    """Raised when scopes.yaml does not match the tools and resources the server offers."""
+
+
+@dataclass(frozen=True)
+class ScopePolicy:
+    descriptions: dict[Scope, str]
+    tools: dict[str, Scope]
+    resources: dict[str, Scope]
+
+    def for_tool(self, name: str) -> Scope | None:
+        return self.tools.get(name)
+
+    def for_resource(self, uri: str) -> Scope | None:
+        return self.resources.get(uri)
+
+    def check_covers(self, tools: Iterable[str], resource_uris: Iterable[str]) -> None:
+        """Every offered tool and resource has an entry, and every entry is offered."""
+        problems = []
+        for kind, offered, mapped in (
+            ("tool", set(tools), set(self.tools)),
+            ("resource", set(resource_uris), set(self.resources)),
+        ):
+            problems += [
+                f"{kind} {name!r} has no entry in scopes.yaml" for name in sorted(offered - mapped)
+            ]
+            problems += [
+                f"scopes.yaml names {kind} {name!r}, which the server does not offer"
+                for name in sorted(mapped - offered)
+            ]
+        if problems:
+            raise PolicyError("; ".join(problems))
+
+
+def _scope(value: object, where: str) -> Scope:
+    if value not in ALL_SCOPES:
+        raise PolicyError(f"{where}: unknown scope {value!r} (known: {', '.join(ALL_SCOPES)})")
+    return value
+
+
+def parse_policy(text: str) -> ScopePolicy:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"scopes.yaml is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict) or not all(k in data for k in ("scopes", "tools", "resources")):
+        raise PolicyError("scopes.yaml needs the sections scopes, tools and resources")
+    descriptions = {_scope(k, "scopes"): str(v) for k, v in dict(data["scopes"]).items()}
+    if set(descriptions) != set(ALL_SCOPES):
+        raise PolicyError("scopes.yaml must describe each of " + ", ".join(ALL_SCOPES))
+    tools = {str(k): _scope(v, f"tools.{k}") for k, v in dict(data["tools"]).items()}
+    res = {str(k): _scope(v, f"resources.{k}") for k, v in dict(data["resources"]).items()}
+    return ScopePolicy(descriptions, tools, res)
+
+
+def load_policy(path: Path | None = None) -> ScopePolicy:
+    """Read ``path``, or the scopes.yaml shipped with the package."""
+    if path is not None:
+        return parse_policy(path.read_text(encoding="utf-8"))
+    packaged = resources.files("mcp_memoryrouter").joinpath("scopes.yaml")
+    return parse_policy(packaged.read_text(encoding="utf-8"))
+
+
+def scopes_for_key(read_only: bool, mode: str) -> frozenset[Scope]:
+    """What a memory key presented as a bearer token may do over MCP."""
+    if mode == "off":
+        return frozenset()
+    if read_only or mode == "read":
+        return frozenset({"memories:read"})
+    if mode == "write":
+        return frozenset({"memories:write", "memories:delete"})
+    return frozenset(ALL_SCOPES)

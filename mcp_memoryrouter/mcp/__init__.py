@@ -1,0 +1,1 @@
+"""The MCP server: memory tools that reach the vault only through ``client.VaultClient``."""
