@@ -14,3 +14,8 @@ def vault(tmp_path: Path) -> Iterator[Vault]:
     yield v
     v.http.close()
     v.store.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

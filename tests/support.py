@@ -9,11 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from fastapi import FastAPI
 from starlette.testclient import TestClient
+from starlette.types import ASGIApp
 
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.app import create_vault_app
@@ -77,13 +78,13 @@ def make_vault(
 
 
 @contextmanager
-def live_server(app: FastAPI) -> Iterator[str]:
+def live_server(app: ASGIApp, *, lifespan: Literal["on", "off"] = "off") -> Iterator[str]:
     """Run ``app`` on a real uvicorn bound to an ephemeral loopback port."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, log_level="warning", lifespan=lifespan)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

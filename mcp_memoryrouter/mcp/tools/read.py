@@ -250,7 +250,10 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
     @catalog.tool(
         title="Fetch a memory (connector)",
         annotations=READ_ONLY,
-        description="Return one memory in full by the id a search result gave.",
+        description=(
+            "Return one memory in full (text, tier, dates, importance) by the id a search "
+            "result gave, for reading or citing it."
+        ),
     )
     async def fetch(id: Annotated[str, Field(min_length=1)]) -> FetchedMemory:
         binding = await resolve()

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_memoryrouter.app import create_server
+from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.support import live_server
+
+Mode = Literal["auto", "legacy"]
+
+
+@dataclass
+class McpServer:
+    url: str  # the /mcp endpoint
+    key: str
+    service: VaultService  # the vault behind it, to mint more keys
+
+    def new_key(self, *, read_only: bool = False) -> str:
+        key, _ = self.service.create_vault(read_only=read_only)
+        return key
+
+    @asynccontextmanager
+    async def client(self, key: str | None = None, mode: Mode = "auto") -> AsyncIterator[Client]:
+        headers = {"Authorization": f"Bearer {key or self.key}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(self.url, http_client=http), mode=mode) as client,
+        ):
+            yield client
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serve_process(data_dir: Path, **env: str) -> Iterator[tuple[str, str | None]]:
+    """``mcp-memoryrouter serve`` as its own process: (base URL, first key if printed)."""
+    port = free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir / "serve.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
+            env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), **env},
+            stderr=sink,
+            stdout=subprocess.DEVNULL,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx2.get(url + "/healthz", timeout=1)
+                break
+            except httpx2.TransportError:
+                assert time.monotonic() < deadline, "serve did not start within 30 s"
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.05)
+        keys = [ln.strip() for ln in log.read_text().splitlines() if ln.strip().startswith("mk_")]
+        yield url, keys[0] if keys else None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[McpServer]:
+    server = create_server(Settings(data_dir=tmp_path))
+    assert server.vault_app is not None
+    service: VaultService = server.vault_app.state.service
+    key, _ = service.create_vault()
+    with live_server(server.app, lifespan="on") as url:
+        yield McpServer(url + "/mcp", key, service)
+
+
+@pytest.fixture
+def proxy(tmp_path: Path) -> Iterator[McpServer]:
+    """The MCP server pointed at a separately started vault process."""
+    vault_dir = tmp_path / "vault"
+    with serve_process(vault_dir) as (vault_url, key):
+        assert key is not None
+        settings = Settings(data_dir=tmp_path / "mcp", api_url=vault_url)
+        server = create_server(settings)
+        assert server.vault_app is None
+        store = SQLiteStore(vault_dir / "vault.sqlite3")
+        service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
+        with live_server(server.app, lifespan="on") as url:
+            yield McpServer(url + "/mcp", key, service)
+        store.close()
+
+
+@pytest.fixture(params=["embedded", "proxy"])
+def mcp_server(request: pytest.FixtureRequest) -> McpServer:
+    server: McpServer = request.getfixturevalue(request.param)
+    return server

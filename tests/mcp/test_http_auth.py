@@ -1,0 +1,121 @@
+"""The /mcp endpoint over raw HTTP: 401 and 403 challenges, hosts, CORS, the no-auth mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from mcp_memoryrouter.app import ConfigError, create_server
+from mcp_memoryrouter.config import Settings
+from tests.mcp.conftest import McpServer
+from tests.support import live_server
+
+LEGACY = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def rpc(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+
+
+def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return rpc("tools/call", {"name": name, "arguments": arguments})
+
+
+def post(
+    server: McpServer, body: object, key: str | None = None, **headers: str
+) -> httpx2.Response:
+    auth = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx2.post(server.url, json=body, headers={**LEGACY, **auth, **headers}, timeout=30)
+
+
+def test_no_token_is_401_with_a_bearer_challenge(embedded: McpServer) -> None:
+    response = post(embedded, rpc("tools/list"))
+    assert response.status_code == 401
+    challenge = response.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ") and 'scope="memories:read"' in challenge
+
+
+def test_an_unknown_key_is_401_invalid_token(embedded: McpServer) -> None:
+    response = post(embedded, rpc("tools/list"), key="mk_" + "x" * 43)
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+def test_a_read_only_key_gets_403_insufficient_scope_before_dispatch(embedded: McpServer) -> None:
+    embedded_key = embedded.new_key(read_only=True)
+    listed = post(embedded, rpc("tools/list"), key=embedded_key)
+    assert listed.status_code == 200
+    assert len(listed.json()["result"]["tools"]) == 11  # the catalog is the same for every token
+    for tool, scope in [
+        ("delete_memories", "memories:delete"),
+        ("store_memory", "memories:write"),
+        ("consolidate_memories", "memories:reflect"),
+    ]:
+        response = post(embedded, call(tool, {"ids": ["x"], "content": "x"}), key=embedded_key)
+        assert response.status_code == 403
+        challenge = response.headers["www-authenticate"]
+        assert 'error="insufficient_scope"' in challenge and f'scope="{scope}"' in challenge
+    allowed = post(embedded, call("search_memories", {"query": "x"}), key=embedded_key)
+    assert allowed.status_code == 200 and "error" not in allowed.json()
+
+
+def test_key_mode_suffixes_narrow_the_granted_scopes(embedded: McpServer) -> None:
+    read = post(embedded, call("store_memory", {"content": "x"}), key=embedded.key + ":read")
+    assert read.status_code == 403
+    write = post(embedded, call("search_memories", {"query": "x"}), key=embedded.key + ":write")
+    assert write.status_code == 403
+    stored = post(embedded, call("store_memory", {"content": "x"}), key=embedded.key + ":write")
+    assert stored.status_code == 200
+
+
+def test_resource_reads_need_their_scope(embedded: McpServer) -> None:
+    body = rpc("resources/read", {"uri": "memory://vault/stats"})
+    assert post(embedded, body, key=embedded.key + ":write").status_code == 403
+    assert post(embedded, body, key=embedded.key).status_code == 200
+
+
+def test_foreign_host_headers_are_refused(embedded: McpServer) -> None:
+    response = post(embedded, rpc("tools/list"), key=embedded.key, Host="evil.example")
+    assert response.status_code == 421
+
+
+def test_cors_preflight_allows_the_inspector_and_exposes_www_authenticate(
+    embedded: McpServer,
+) -> None:
+    response = httpx2.options(
+        embedded.url,
+        headers={
+            "Origin": "http://localhost:6274",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type,mcp-protocol-version",
+        },
+    )
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == "http://localhost:6274"
+    refused = post(embedded, rpc("tools/list"), key=embedded.key, Origin="http://localhost:6274")
+    assert "WWW-Authenticate" in refused.headers["access-control-expose-headers"]
+
+
+def test_auth_none_serves_one_vault_without_a_token(tmp_path: Path) -> None:
+    server = create_server(Settings(data_dir=tmp_path, auth="none"))
+    with live_server(server.app, lifespan="on") as url:
+        target = McpServer(url + "/mcp", "", server.vault_app.state.service)  # type: ignore[union-attr]
+        stored = post(target, call("store_memory", {"content": "local note"}))
+        assert stored.status_code == 200 and not stored.json()["result"]["isError"]
+    assert (tmp_path / "local.key").stat().st_mode & 0o777 == 0o600
+    again = create_server(Settings(data_dir=tmp_path, auth="none"))
+    with live_server(again.app, lifespan="on") as url:
+        found = post(
+            McpServer(url + "/mcp", "", again.vault_app.state.service),  # type: ignore[union-attr]
+            call("search_memories", {"query": "local"}),
+        )
+        assert found.json()["result"]["structuredContent"]["memories"][0]["content"] == "local note"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com"])
+def test_auth_none_refuses_to_bind_beyond_loopback(tmp_path: Path, host: str) -> None:
+    with pytest.raises(ConfigError):
+        create_server(Settings(data_dir=tmp_path, auth="none", host=host))

@@ -1,0 +1,36 @@
+"""``mcp-memoryrouter stdio`` as a local client starts it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_stdio_serves_the_tools_with_the_key_from_the_environment(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    key, _ = VaultService(store, clock=lambda: 0, lease_seconds=900).create_vault()
+    store.close()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_memoryrouter", "stdio"],
+        env={**os.environ, "MEMORYROUTER_DATA_DIR": str(tmp_path), "MEMORYROUTER_KEY": key},
+    )
+    async with Client(params) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert "search_memories" in tools
+        stored = await client.call_tool("store_memory", {"content": "from claude desktop"})
+        assert not stored.is_error
+        status = await client.call_tool("memory_status", {})
+        assert status.structured_content is not None
+        assert status.structured_content["total_memories"] == 1
+        assert key not in str(status.structured_content)
