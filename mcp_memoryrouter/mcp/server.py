@@ -25,7 +25,9 @@ INSTRUCTIONS = (
 def build_server(resolve: Resolver, policy: ScopePolicy) -> MCPServer:
     """The server with every tool and resource; stops with PolicyError when scopes.yaml and
     the catalog disagree."""
-    server = MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
+    server = MCPServer(
+        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
     catalog = Catalog(server, policy)
     for module in (read, write, reflect, delete, resources):
         module.register(catalog, resolve)

@@ -119,3 +119,16 @@ def test_auth_none_serves_one_vault_without_a_token(tmp_path: Path) -> None:
 def test_auth_none_refuses_to_bind_beyond_loopback(tmp_path: Path, host: str) -> None:
     with pytest.raises(ConfigError):
         create_server(Settings(data_dir=tmp_path, auth="none", host=host))
+
+
+def test_the_host_allow_list_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORYROUTER_ALLOWED_HOSTS", '["memory.example.com"]')
+    monkeypatch.setenv("MEMORYROUTER_DATA_DIR", str(tmp_path))
+    server = create_server(Settings())
+    key, _ = server.vault_app.state.service.create_vault()  # type: ignore[union-attr]
+    with live_server(server.app, lifespan="on") as url:
+        target = McpServer(url + "/mcp", key, server.vault_app.state.service)  # type: ignore[union-attr]
+        assert post(target, rpc("tools/list"), key=key, Host="memory.example.com").status_code == 200
+        assert post(target, rpc("tools/list"), key=key, Host="other.example").status_code == 421
