@@ -24,11 +24,28 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import p50, p95, server, table  # noqa: E402
+from bench.common import p50, p95, server, table
 
 QUERY = {"query": "postgres deploy review", "limit": 10}
-WORDS = ["deploy", "auth", "postgres", "lease", "budget", "review", "design", "memory", "index",
-         "session", "customer", "invoice", "meeting", "roadmap", "release", "schema", "billing"]
+WORDS = [
+    "deploy",
+    "auth",
+    "postgres",
+    "lease",
+    "budget",
+    "review",
+    "design",
+    "memory",
+    "index",
+    "session",
+    "customer",
+    "invoice",
+    "meeting",
+    "roadmap",
+    "release",
+    "schema",
+    "billing",
+]
 
 
 def sentence(i: int) -> str:
@@ -69,14 +86,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         created = subprocess.run(
             [sys.executable, "-m", "mcp_memoryrouter", "keys", "create", "--json"],
-            env={"MEMORYROUTER_DATA_DIR": tmp, "PATH": ""}, capture_output=True, check=True,
-            text=True)
+            env={"MEMORYROUTER_DATA_DIR": tmp, "PATH": ""},
+            capture_output=True,
+            check=True,
+            text=True,
+        )
         key = json.loads(created.stdout)["key"]
         with server(Path(tmp)) as url:
             with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:
                 for start in range(0, args.memories, 500):
-                    messages = [{"content": sentence(i), "date": "2026-02-01"}
-                                for i in range(start, min(args.memories, start + 500))]
+                    messages = [
+                        {"content": sentence(i), "date": "2026-02-01"}
+                        for i in range(start, min(args.memories, start + 500))
+                    ]
                     http.post("/v1/memory/ingest", json={"messages": messages}).raise_for_status()
             runs = anyio.run(measure, url, key, args.samples)
     rest, mcp = runs["REST search"], runs["MCP search_memories"]

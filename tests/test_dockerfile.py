@@ -60,8 +60,12 @@ def test_the_container_command_serves_and_its_healthcheck_passes(tmp_path: Path)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, **env_of(), "MEMORYROUTER_DATA_DIR": str(tmp_path),
-           "MEMORYROUTER_PORT": str(port)}
+    env = {
+        **os.environ,
+        **env_of(),
+        "MEMORYROUTER_DATA_DIR": str(tmp_path),
+        "MEMORYROUTER_PORT": str(port),
+    }
     log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen(command, env=env, stdout=log, stderr=log)
     try:

@@ -130,5 +130,7 @@ def test_the_host_allow_list_comes_from_the_environment(
     key, _ = server.vault_app.state.service.create_vault()  # type: ignore[union-attr]
     with live_server(server.app, lifespan="on") as url:
         target = McpServer(url + "/mcp", key, server.vault_app.state.service)  # type: ignore[union-attr]
-        assert post(target, rpc("tools/list"), key=key, Host="memory.example.com").status_code == 200
+        assert (
+            post(target, rpc("tools/list"), key=key, Host="memory.example.com").status_code == 200
+        )
         assert post(target, rpc("tools/list"), key=key, Host="other.example").status_code == 421
