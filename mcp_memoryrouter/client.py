@@ -63,6 +63,13 @@ class VaultClient:
             "POST", "/v1/memory/consolidate/commit", body, schemas.CommitResponse
         )
 
+    async def import_reflections(
+        self, body: schemas.ImportReflectionsRequest
+    ) -> schemas.ImportReflectionsResponse:
+        return await self._call(
+            "POST", "/v1/memory/import-reflections", body, schemas.ImportReflectionsResponse
+        )
+
     async def inspect(self, body: schemas.InspectRequest) -> schemas.InspectResponse:
         return await self._call("POST", "/v1/memory/inspect", body, schemas.InspectResponse)
 

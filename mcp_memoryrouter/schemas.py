@@ -110,6 +110,22 @@ class CommitRequest(_Request):
     embeddings: StrictStr | None = None
 
 
+class CoversIn(_Request):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    from_: StrictStr = Field(alias="from")
+    to: StrictStr
+
+
+class ImportReflectionsRequest(_Request):
+    """Recreate reflections from an export, linked to sources one tier below."""
+
+    tier: Literal[2, 3]
+    entries: list[EntryIn]
+    source_ids: Annotated[list[StrictStr], Field(max_length=10_000)] = []
+    covers: CoversIn | None = None
+
+
 class InspectRequest(_Request):
     memory_id: Annotated[StrictStr, Field(min_length=1, max_length=200)]
     offset: Annotated[StrictInt, Field(ge=0)] = 0
@@ -246,6 +262,11 @@ class CommitResponse(BaseModel):
     tier: TierNumber
     created: list[CreatedReflection]
     sources_consolidated: int
+    reflection: Reflection
+
+
+class ImportReflectionsResponse(BaseModel):
+    created: list[CreatedReflection]
     reflection: Reflection
 
 

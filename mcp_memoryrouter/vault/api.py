@@ -168,6 +168,33 @@ def commit(
     )
 
 
+@router.post(
+    "/v1/memory/import-reflections",
+    response_model=schemas.ImportReflectionsResponse,
+    tags=["reflect"],
+)
+def import_reflections(
+    body: schemas.ImportReflectionsRequest, access: Key, service: Service
+) -> schemas.ImportReflectionsResponse:
+    """Recreate exported reflections at ``tier`` with lineage to ``source_ids`` (already in
+    the vault, one tier below, unconsolidated). Coverage is ``covers`` when given, else the
+    sources' window. Used by ``mcp-memoryrouter import``; models never call it."""
+    covers = None
+    if body.covers is not None:
+        covers = (
+            parse_moment(body.covers.from_, field="covers.from"),
+            parse_moment(body.covers.to, field="covers.to"),
+        )
+    entries = [Entry(e.text, e.importance) for e in body.entries]
+    created, counters = service.import_reflections(
+        access, body.tier, entries, body.source_ids, covers
+    )
+    return schemas.ImportReflectionsResponse(
+        created=[schemas.CreatedReflection(id=c.id, importance=c.importance) for c in created],
+        reflection=render.reflection(counters),
+    )
+
+
 @router.post("/v1/memory/inspect", response_model=schemas.InspectResponse, tags=["memory"])
 def inspect(
     body: schemas.InspectRequest, access: Key, service: Service, x_session_id: SessionHeader = None

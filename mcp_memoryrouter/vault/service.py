@@ -14,6 +14,7 @@ from mcp_memoryrouter.vault.domain import (
     Batch,
     CommitOutcome,
     Counters,
+    Created,
     DeleteOutcome,
     EmptyCheckout,
     Entry,
@@ -229,6 +230,26 @@ class VaultService:
             tokens = sum(est_tokens(e.text) for e in checked)
             self._meter(access, UsageEvent("commit", "storage", tokens, session_id))
         return outcome, self._store.counters(access.vault_id)
+
+    def import_reflections(
+        self,
+        access: Access,
+        tier: Tier,
+        entries: Sequence[Entry],
+        source_ids: Sequence[str],
+        covers: tuple[int, int] | None,
+    ) -> tuple[list[Created], Counters]:
+        """Recreate exported reflections with their lineage (see ``mcp-memoryrouter import``)."""
+        access.require_full()
+        for index, entry in enumerate(entries):
+            _check_text(entry.text, f"entries[{index}].text")
+        checked = contract.check_entries(entries, "cb_")
+        created = self._store.import_reflections(
+            access.vault_id, tier, checked, list(dict.fromkeys(source_ids)), covers, self._clock()
+        )
+        tokens = sum(est_tokens(e.text) for e in checked)
+        self._meter(access, UsageEvent("import-reflections", "storage", tokens))
+        return created, self._store.counters(access.vault_id)
 
     # --- lineage, deletion, stats ------------------------------------------------------
 

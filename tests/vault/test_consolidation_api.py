@@ -276,3 +276,66 @@ def test_a_source_deleted_during_the_lease_is_skipped_not_an_error(vault: Vault)
     assert body["sources_consolidated"] == 2
     top = vault.post("/v1/memory/inspect", {"memory_id": body["created"][0]["id"]}).json()
     assert [s["id"] for s in top["sources"]] == [ids[0], ids[2]]
+
+
+IMPORT = "/v1/memory/import-reflections"
+
+
+def test_import_reflections_recreates_lineage_coverage_and_debt(vault: Vault) -> None:
+    ids = seed(vault, 3)
+    body = {
+        "tier": 2,
+        "entries": [{"text": "Imported reflection.", "importance": 7}],
+        "source_ids": ids,
+    }
+    response = vault.post(IMPORT, body)
+    assert response.status_code == 200, response.text
+    created = response.json()["created"][0]
+    assert created["importance"] == 7
+    top = vault.post("/v1/memory/inspect", {"memory_id": created["id"]}).json()
+    assert [s["id"] for s in top["sources"]] == ids
+    assert top["covers"] == {"from": "2026-02-01T00:00:00.000Z", "to": "2026-02-01T00:00:02.000Z"}
+    debt = response.json()["reflection"]["unconsolidated"]
+    assert debt["raw"]["units"] == 0 and debt["tier2"] == {
+        "count": 1,
+        "importance": 7,
+        "est_tokens": 5,
+    }
+    assert checkout(vault)["batch_id"] is None  # the sources are consolidated
+    lone = vault.post(
+        IMPORT,
+        {
+            "tier": 3,
+            "entries": [{"text": "No sources left.", "importance": 9}],
+            "covers": {"from": "2025-01-01", "to": "2025-12-31"},
+        },
+    )
+    assert lone.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"tier": 2, "entries": [{"text": "x", "importance": 1}], "source_ids": ["nope"]}, 404),
+        ({"tier": 3, "entries": [{"text": "x", "importance": 1}], "source_ids": ["RAW"]}, 404),
+        ({"tier": 2, "entries": [{"text": "x", "importance": 1}]}, 400),
+        ({"tier": 1, "entries": [{"text": "x", "importance": 1}], "source_ids": ["RAW"]}, 400),
+        ({"tier": 2, "entries": [], "source_ids": ["RAW"]}, 400),
+    ],
+)
+def test_bad_imports_are_refused_and_write_nothing(
+    vault: Vault, body: dict[str, Any], status: int
+) -> None:
+    raw = seed(vault, 1)[0]
+    body = {**body, "source_ids": [raw if s == "RAW" else s for s in body.get("source_ids", [])]}
+    assert vault.post(IMPORT, body).status_code == status
+    assert checkout(vault)["count"] == 1
+
+
+def test_import_refuses_sources_already_consolidated_and_read_only_keys(vault: Vault) -> None:
+    ids = seed(vault, 2)
+    body = {"tier": 2, "entries": [{"text": "x", "importance": 1}], "source_ids": ids}
+    assert vault.post(IMPORT, body).status_code == 200
+    assert_envelope(vault.post(IMPORT, body), 400, "invalid_request")
+    read_only = vault.new_key(read_only=True)
+    assert_envelope(vault.post(IMPORT, body, read_only), 403, "forbidden")

@@ -13,6 +13,7 @@ from mcp_memoryrouter.vault.domain import (
     Batch,
     CommitOutcome,
     Counters,
+    Created,
     DeleteOutcome,
     EmptyCheckout,
     Entry,
@@ -23,6 +24,7 @@ from mcp_memoryrouter.vault.domain import (
     SearchFilter,
     SourceTier,
     Stats,
+    Tier,
     UsageEvent,
     UsageLine,
 )
@@ -73,6 +75,18 @@ class Store(Protocol):
     def commit(
         self, vault_id: str, batch_id: str, entries: Sequence[Entry], now_ms: int
     ) -> CommitOutcome: ...
+
+    def import_reflections(
+        self,
+        vault_id: str,
+        tier: Tier,
+        entries: Sequence[Entry],
+        source_ids: Sequence[str],
+        covers: tuple[int, int] | None,
+        now_ms: int,
+    ) -> list[Created]:
+        """Create reflections at ``tier`` linked to sources one tier below (an import)."""
+        ...
 
     def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage: ...
 

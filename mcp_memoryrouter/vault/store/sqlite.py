@@ -19,6 +19,7 @@ from mcp_memoryrouter.vault.domain import (
     Batch,
     CommitOutcome,
     Counters,
+    Created,
     DeleteOutcome,
     EmptyCheckout,
     Entry,
@@ -29,6 +30,7 @@ from mcp_memoryrouter.vault.domain import (
     SearchFilter,
     SourceTier,
     Stats,
+    Tier,
     TierTotals,
     UsageEvent,
     UsageLine,
@@ -256,6 +258,20 @@ class SQLiteStore:
     ) -> CommitOutcome:
         with self._write() as conn:
             return sqlite_reflect.commit(conn, vault_id, batch_id, entries, now_ms)
+
+    def import_reflections(
+        self,
+        vault_id: str,
+        tier: Tier,
+        entries: Sequence[Entry],
+        source_ids: Sequence[str],
+        covers: tuple[int, int] | None,
+        now_ms: int,
+    ) -> list[Created]:
+        with self._write() as conn:
+            return sqlite_reflect.import_reflections(
+                conn, vault_id, tier, entries, source_ids, covers, now_ms
+            )
 
     def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
         with self._read() as conn:

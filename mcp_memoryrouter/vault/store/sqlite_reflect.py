@@ -7,7 +7,7 @@ import json
 import sqlite3
 from collections.abc import Generator, Sequence
 
-from mcp_memoryrouter.errors import LeaseExpired, NotFound
+from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
 from mcp_memoryrouter.vault import leases, lineage, tiers
 from mcp_memoryrouter.vault.domain import (
     Batch,
@@ -21,7 +21,7 @@ from mcp_memoryrouter.vault.domain import (
     Tier,
     new_memory_id,
 )
-from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row
+from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
 from mcp_memoryrouter.vault.tokens import est_tokens
 
 
@@ -123,6 +123,34 @@ def commit(
         (batch_id, batch_id),
     ).fetchall()
     target: Tier = 2 if tier == 1 else 3
+    created = _create_reflections(
+        conn, vault_id, target, entries, sources, (covers_from, covers_to), batch_id, now_ms
+    )
+    conn.execute(
+        "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
+        "WHERE id = ?",
+        (
+            now_ms,
+            json.dumps([{"id": c.id, "importance": c.importance} for c in created]),
+            len(sources),
+            batch_id,
+        ),
+    )
+    return CommitOutcome(batch_id, target, tuple(created), len(sources), already_committed=False)
+
+
+def _create_reflections(
+    conn: sqlite3.Connection,
+    vault_id: str,
+    target: Tier,
+    entries: Sequence[Entry],
+    sources: Sequence[tuple[str, int, int | None]],
+    covers: tuple[int, int],
+    batch_id: str | None,
+    now_ms: int,
+) -> list[Created]:
+    """Insert the reflections, link each to every source, mark the sources consolidated and
+    move the counters: the part of a commit every way of creating reflections shares."""
     created = [Created(new_memory_id(), e.importance) for e in entries]
     conn.executemany(
         "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
@@ -135,8 +163,8 @@ def commit(
                 e.text,
                 est_tokens(e.text),
                 e.importance,
-                covers_from,
-                covers_to,
+                covers[0],
+                covers[1],
                 batch_id,
                 now_ms,
             )
@@ -147,24 +175,49 @@ def commit(
         "INSERT INTO lineage (parent_id, child_id, vault_id) VALUES (?, ?, ?)",
         [(c.id, s[0], vault_id) for c in created for s in sources],
     )
-    conn.execute(
-        "UPDATE memories SET consolidated = 1, lease_batch = NULL, lease_until = NULL "
-        "WHERE id IN (SELECT memory_id FROM batch_sources WHERE batch_id = ?) "
-        "AND lease_batch = ?",
-        (batch_id, batch_id),
+    conn.executemany(
+        "UPDATE memories SET consolidated = 1, lease_batch = NULL, lease_until = NULL WHERE id = ?",
+        [(s[0],) for s in sources],
     )
-    _move_counters(conn, vault_id, tier, sources, created, entries)
-    conn.execute(
-        "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
-        "WHERE id = ?",
-        (
-            now_ms,
-            json.dumps([{"id": c.id, "importance": c.importance} for c in created]),
-            len(sources),
-            batch_id,
-        ),
-    )
-    return CommitOutcome(batch_id, target, tuple(created), len(sources), already_committed=False)
+    _move_counters(conn, vault_id, target - 1, sources, created, entries)
+    return created
+
+
+def import_reflections(
+    conn: sqlite3.Connection,
+    vault_id: str,
+    target: Tier,
+    entries: Sequence[Entry],
+    source_ids: Sequence[str],
+    covers: tuple[int, int] | None,
+    now_ms: int,
+) -> list[Created]:
+    """Recreate reflections (from an export) with lineage to sources already in the vault."""
+    sources: list[tuple[str, int, int | None]] = []
+    windows: list[tuple[int, int]] = []
+    for start in range(0, len(source_ids), 400):
+        chunk = list(source_ids[start : start + 400])
+        rows = conn.execute(
+            "SELECT id, tokens, importance, date_from, date_to, consolidated, lease_until "
+            f"FROM memories WHERE vault_id = ? AND tier = ? AND id IN ({placeholders(len(chunk))})",
+            [vault_id, target - 1, *chunk],
+        ).fetchall()
+        for row in rows:
+            if row[5] or not leases.is_free(row[6], now_ms):
+                raise InvalidRequest(
+                    "a source is already consolidated or leased", {"source_id": row[0]}
+                )
+            sources.append((row[0], row[1], row[2]))
+            windows.append((row[3], row[4]))
+    if len(sources) != len(set(source_ids)):
+        found = {s[0] for s in sources}
+        missing = next(i for i in source_ids if i not in found)
+        raise NotFound(f"unknown source id one tier below {target}", {"source_id": missing})
+    if covers is None:
+        if not windows:
+            raise InvalidRequest("give covers when there are no source_ids", {"field": "covers"})
+        covers = (min(w[0] for w in windows), max(w[1] for w in windows))
+    return _create_reflections(conn, vault_id, target, entries, sources, covers, None, now_ms)
 
 
 def _move_counters(
