@@ -50,6 +50,9 @@ class VaultClient:
     async def search(self, body: schemas.SearchRequest) -> schemas.SearchResponse:
         return await self._call("POST", "/v1/memory/search", body, schemas.SearchResponse)
 
+    async def prepare(self, body: schemas.PrepareRequest) -> schemas.PrepareResponse:
+        return await self._call("POST", "/v1/memory/prepare", body, schemas.PrepareResponse)
+
     async def date_search(self, body: schemas.DateSearchRequest) -> schemas.DateSearchResponse:
         return await self._call("POST", "/v1/memory/date-search", body, schemas.DateSearchResponse)
 

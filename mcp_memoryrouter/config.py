@@ -24,6 +24,13 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65_535)
+    # retrieval: the default embedder (local | none | openai) and its options
+    embeddings: Literal["local", "none", "openai"] = "local"
+    embed_threads: int = Field(default=1, ge=1, le=64)
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_model: str = "text-embedding-3-small"
+    openai_dim: int = Field(default=1536, ge=1)
     # MCP endpoint
     auth: Literal["key", "none"] = "key"
     key: str | None = None  # stdio and auth=none: the memory key the server acts with

@@ -65,6 +65,22 @@ class SearchRequest(_Request):
     _tiers = field_validator("tiers")(_check_tiers)
 
 
+class PrepareRequest(_Request):
+    """``query``, or the conversation so far in ``messages`` (its last three are the query)."""
+
+    messages: Annotated[list[MessageIn], Field(max_length=1000)] | None = None
+    query: Annotated[StrictStr, Field(max_length=10_000)] | None = None
+    session_id: SessionId | None = None
+    density: Literal["low", "default", "high", "xhigh"] = "default"
+    context_limit: Annotated[StrictInt, Field(ge=0, le=50)] | None = None
+    max_tokens: Annotated[StrictInt, Field(ge=1, le=200_000)] | None = None
+    tiers: list[StrictInt] | None = None
+    importance: Importance | None = None
+    embeddings: StrictStr | None = None
+
+    _tiers = field_validator("tiers")(_check_tiers)
+
+
 class DateSearchRequest(_Request):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -200,6 +216,13 @@ class MemoryRow(BaseModel):
     importance: int | None = Field(default=None, exclude_if=_omit_none)
 
 
+class PrepareResponse(BaseModel):
+    context: str = Field(description="Plain text to put before the model's input.")
+    memories_found: int
+    est_tokens: int
+    reflection: Reflection
+
+
 class DateSearchResponse(BaseModel):
     """Rows of the window; ``returned`` is the part of the window this page covers."""
 
@@ -326,6 +349,7 @@ class StatsResponse(BaseModel):
     tiers: dict[str, TierStats]
     oldest: str | None
     newest: str | None
+    pending_embeddings: int = Field(description="Rows still waiting for their vectors.")
     reflection: Reflection
 
 

@@ -18,6 +18,8 @@ from starlette.types import ASGIApp
 
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.app import create_vault_app
+from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
@@ -43,6 +45,7 @@ class Vault:
     clock: FakeClock
     http: TestClient
     key: str
+    worker: EmbeddingWorker
 
     def headers(self, key: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key or self.key}"}
@@ -64,17 +67,32 @@ class Vault:
 
 
 def make_vault(
-    tmp_path: Path, *, lease_seconds: int = 900, max_body_bytes: int = 1_048_576
+    tmp_path: Path,
+    *,
+    lease_seconds: int = 900,
+    max_body_bytes: int = 1_048_576,
+    embedders: Embedders | None = None,
 ) -> Vault:
+    """An in-process vault on a real SQLite file; its embedding worker runs only when a test
+    calls ``vault.worker.drain()``."""
     settings = Settings(
         data_dir=tmp_path, lease_seconds=lease_seconds, max_body_bytes=max_body_bytes
     )
     clock = FakeClock()
     store = SQLiteStore(tmp_path / "vault.sqlite3")
-    service = VaultService(store, clock=clock, lease_seconds=lease_seconds)
+    embedders = embedders or Embedders({}, "none")
+    worker = EmbeddingWorker(store, embedders)
+    service = VaultService(
+        store,
+        clock=clock,
+        lease_seconds=lease_seconds,
+        embedders=embedders,
+        on_write=worker.wake,
+    )
     app = create_vault_app(settings, service=service)
     key, _ = service.create_vault()
-    return Vault(app, service, store, clock, TestClient(app, raise_server_exceptions=False), key)
+    http = TestClient(app, raise_server_exceptions=False)
+    return Vault(app, service, store, clock, http, key, worker)
 
 
 @contextmanager

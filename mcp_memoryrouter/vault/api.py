@@ -12,6 +12,7 @@ from mcp_memoryrouter.vault import render
 from mcp_memoryrouter.vault.dates import format_ms, parse_moment
 from mcp_memoryrouter.vault.domain import Entry, SearchFilter, Tier
 from mcp_memoryrouter.vault.keys import Access
+from mcp_memoryrouter.vault.prepare import budget_for
 from mcp_memoryrouter.vault.service import INSPECT_PAGE, IncomingMessage, VaultService
 
 _DAY_MS = 86_400_000
@@ -49,6 +50,7 @@ def get_access(service: Service, key: Annotated[str | None, Depends(presented_ke
 
 Key = Annotated[Access, Depends(get_access)]
 SessionHeader = Annotated[str | None, Header(alias="X-Session-ID", max_length=200)]
+ModelHeader = Annotated[str | None, Header(alias="X-Embedding-Model", max_length=100)]
 
 router = APIRouter(responses=_ERRORS)
 
@@ -83,7 +85,11 @@ def current_key(access: Key) -> schemas.KeyInfo:
     "/v1/memory/ingest", status_code=202, response_model=schemas.IngestResponse, tags=["memory"]
 )
 def ingest(
-    body: schemas.IngestRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+    body: schemas.IngestRequest,
+    access: Key,
+    service: Service,
+    x_session_id: SessionHeader = None,
+    x_embedding_model: ModelHeader = None,
 ) -> schemas.IngestResponse:
     messages = [
         IncomingMessage(
@@ -93,7 +99,9 @@ def ingest(
         )
         for i, m in enumerate(body.messages)
     ]
-    outcome = service.ingest(access, messages, body.session_id or x_session_id)
+    outcome = service.ingest(
+        access, messages, body.session_id or x_session_id, body.embeddings or x_embedding_model
+    )
     return schemas.IngestResponse(
         stored=outcome.stored,
         duplicates=outcome.duplicates,
@@ -104,12 +112,47 @@ def ingest(
 
 @router.post("/v1/memory/search", response_model=schemas.SearchResponse, tags=["memory"])
 def search(
-    body: schemas.SearchRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+    body: schemas.SearchRequest,
+    access: Key,
+    service: Service,
+    x_session_id: SessionHeader = None,
+    x_embedding_model: ModelHeader = None,
 ) -> schemas.SearchResponse:
     where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
-    hits, counters = service.search(access, body.query, body.limit, where)
+    hits, counters = service.search(
+        access, body.query, body.limit, where, body.embeddings or x_embedding_model
+    )
     return schemas.SearchResponse(
         memories=[render.search_row(h) for h in hits], reflection=render.reflection(counters)
+    )
+
+
+@router.post("/v1/memory/prepare", response_model=schemas.PrepareResponse, tags=["memory"])
+def prepare(
+    body: schemas.PrepareRequest,
+    access: Key,
+    service: Service,
+    x_session_id: SessionHeader = None,
+    x_embedding_model: ModelHeader = None,
+) -> schemas.PrepareResponse:
+    """A ready-to-inject context block for the conversation: insight, reflections and exact
+    moments, each line dated, within the density's budget."""
+    if body.query is not None:
+        query = body.query
+    elif body.messages:
+        query = "\n\n".join(f"[{m.role.upper()}] {m.content}" for m in body.messages[-3:])
+    else:
+        raise InvalidRequest("give query or messages", {"field": "query"})
+    budget = budget_for(body.density, body.context_limit, body.max_tokens)
+    where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
+    (context, found, tokens), counters = service.prepare(
+        access, query, budget, where, body.embeddings or x_embedding_model
+    )
+    return schemas.PrepareResponse(
+        context=context,
+        memories_found=found,
+        est_tokens=tokens,
+        reflection=render.reflection(counters),
     )
 
 
@@ -119,13 +162,21 @@ def date_search(
     access: Key,
     service: Service,
     x_session_id: SessionHeader = None,
+    x_embedding_model: ModelHeader = None,
 ) -> schemas.DateSearchResponse:
     """Time-first retrieval of a window; follow ``returned`` to page through it."""
     start = parse_moment(body.from_, field="from")
     end = service.now() if body.to is None else parse_moment(body.to, field="to", end_of_day=True)
     where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
     page, counters = service.date_search(
-        access, start, end, body.query, where, body.max_tokens, body.order
+        access,
+        start,
+        end,
+        body.query,
+        where,
+        body.max_tokens,
+        body.order,
+        body.embeddings or x_embedding_model,
     )
     return schemas.DateSearchResponse(
         memories=[render.search_row(h) for h in page.rows],
@@ -149,11 +200,19 @@ def checkout(
     "/v1/memory/consolidate/commit", response_model=schemas.CommitResponse, tags=["reflect"]
 )
 def commit(
-    body: schemas.CommitRequest, access: Key, service: Service, x_session_id: SessionHeader = None
+    body: schemas.CommitRequest,
+    access: Key,
+    service: Service,
+    x_session_id: SessionHeader = None,
+    x_embedding_model: ModelHeader = None,
 ) -> schemas.CommitResponse:
     entries = [Entry(e.text, e.importance) for e in body.entries]
     outcome, counters = service.commit(
-        access, body.batch_id, entries, body.session_id or x_session_id
+        access,
+        body.batch_id,
+        entries,
+        body.session_id or x_session_id,
+        body.embeddings or x_embedding_model,
     )
     return schemas.CommitResponse(
         batch_id=outcome.batch_id,
@@ -227,7 +286,7 @@ def wipe(access: Key, service: Service) -> schemas.WipeResponse:
 
 @router.get("/v1/memory/stats", response_model=schemas.StatsResponse, tags=["memory"])
 def stats(access: Key, service: Service) -> schemas.StatsResponse:
-    return render.stats(service.stats(access))
+    return render.stats(service.stats(access), service.pending_embeddings(access))
 
 
 @router.get("/v1/usage", response_model=schemas.UsageResponse, tags=["usage"])

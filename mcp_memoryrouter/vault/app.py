@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -11,6 +12,8 @@ from mcp_memoryrouter import __version__
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.api import router
 from mcp_memoryrouter.vault.boundary import BodyLimit, install_error_handlers
+from mcp_memoryrouter.vault.embeddings import Embedder, Embedders, LocalMiniLM, OpenAICompatible
+from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.service import Clock, VaultService
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
@@ -30,9 +33,35 @@ def open_store(settings: Settings) -> tuple[Store, str]:
     return SQLiteStore(path), "sqlite"
 
 
-def build_service(settings: Settings, *, clock: Clock | None = None) -> tuple[VaultService, str]:
+def embedders_for(settings: Settings) -> Embedders:
+    factories: dict[str, Callable[[], Embedder]] = {
+        "local": lambda: LocalMiniLM(threads=settings.embed_threads)
+    }
+    if settings.openai_base_url:
+        base_url = settings.openai_base_url
+        factories["openai"] = lambda: OpenAICompatible(
+            base_url, settings.openai_model, settings.openai_api_key, settings.openai_dim
+        )
+    return Embedders(factories, settings.embeddings)
+
+
+def build_service(
+    settings: Settings, *, clock: Clock | None = None, start_worker: bool = True
+) -> tuple[VaultService, str]:
+    """The service over the configured store, with its embedding worker running."""
     store, kind = open_store(settings)
-    service = VaultService(store, clock=clock or system_clock, lease_seconds=settings.lease_seconds)
+    embedders = embedders_for(settings)
+    worker = EmbeddingWorker(store, embedders)
+    service = VaultService(
+        store,
+        clock=clock or system_clock,
+        lease_seconds=settings.lease_seconds,
+        embedders=embedders,
+        on_write=worker.wake,
+    )
+    service.worker = worker
+    if start_worker:
+        worker.start()
     return service, kind
 
 

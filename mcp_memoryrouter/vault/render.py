@@ -117,7 +117,7 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
     return body
 
 
-def stats(found: Stats) -> schemas.StatsResponse:
+def stats(found: Stats, pending_embeddings: int) -> schemas.StatsResponse:
     tiers = {
         str(tier): schemas.TierStats(
             count=t.count, est_tokens=t.tokens, importance=None if tier == 1 else t.importance
@@ -131,6 +131,7 @@ def stats(found: Stats) -> schemas.StatsResponse:
         tiers=tiers,
         oldest=None if found.oldest_ms is None else format_ms(found.oldest_ms),
         newest=None if found.newest_ms is None else format_ms(found.newest_ms),
+        pending_embeddings=pending_embeddings,
         reflection=reflection(found.counters),
     )
 

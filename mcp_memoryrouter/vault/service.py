@@ -35,8 +35,11 @@ from mcp_memoryrouter.vault.domain import (
     new_vault_id,
     new_vault_ref,
 )
+from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.keys import Access, hash_key, looks_like_key, missing_key, split_mode
-from mcp_memoryrouter.vault.retrieval import query_terms
+from mcp_memoryrouter.vault.prepare import Budget, build_context
+from mcp_memoryrouter.vault.retrieval import fuse, query_terms
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.tokens import est_tokens
 from mcp_memoryrouter.vault.window import Order
@@ -45,6 +48,7 @@ Clock = Callable[[], int]
 INSPECT_PAGE = 500
 MAX_DELETE_IDS = 500
 DATE_QUERY_CANDIDATES = 250
+CANDIDATES = 50  # per retrieval path, before fusion
 
 
 @dataclass(frozen=True)
@@ -78,10 +82,21 @@ def _check_text(text: str, field: str) -> None:
 
 
 class VaultService:
-    def __init__(self, store: Store, *, clock: Clock, lease_seconds: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock,
+        lease_seconds: int,
+        embedders: Embedders | None = None,
+        on_write: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self._lease_seconds = lease_seconds
+        self._embedders = embedders or Embedders({}, "none")
+        self._on_write = on_write or (lambda: None)
+        self.worker: EmbeddingWorker | None = None  # set by the composition root
 
     # --- keys ----------------------------------------------------------------------
 
@@ -113,9 +128,14 @@ class VaultService:
     # --- raw memories ----------------------------------------------------------------
 
     def ingest(
-        self, access: Access, messages: Sequence[IncomingMessage], session_id: str | None
+        self,
+        access: Access,
+        messages: Sequence[IncomingMessage],
+        session_id: str | None,
+        embeddings: str | None = None,
     ) -> IngestOutcome:
         access.require_write()
+        model = self._model_id(embeddings)
         now = self._clock()
         rows: list[NewRaw] = []
         for index, message in enumerate(messages):
@@ -139,21 +159,59 @@ class VaultService:
                         now,
                     )
                 )
-        ids, stored, tokens = self._store.ingest(access.vault_id, rows)
+        ids, stored, tokens = self._store.ingest(access.vault_id, rows, model)
         if stored:
             self._meter(access, UsageEvent("ingest", "storage", tokens, session_id))
+            self._on_write()
         return IngestOutcome(ids, stored, len(rows) - stored, self._store.counters(access.vault_id))
 
     def search(
-        self, access: Access, query: str, limit: int, where: SearchFilter
+        self,
+        access: Access,
+        query: str,
+        limit: int,
+        where: SearchFilter,
+        embeddings: str | None = None,
     ) -> tuple[list[ScoredMemory], Counters]:
         access.require_read()
         _check_text(query, "query")
-        hits = self._store.search_lexical(access.vault_id, query_terms(query), limit, where)
+        hits = self._hybrid(access, query, limit, where, embeddings)
         tokens = sum(h.memory.tokens for h in hits)
         if tokens:
             self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
         return hits, self._store.counters(access.vault_id)
+
+    def _hybrid(
+        self, access: Access, query: str, limit: int, where: SearchFilter, embeddings: str | None
+    ) -> list[ScoredMemory]:
+        """BM25 and vector candidates, fused (see :func:`retrieval.fuse`)."""
+        embedder = self._embedders.get(self._embedders.resolve(embeddings))
+        depth = max(limit * 2, CANDIDATES)
+        lexical = self._store.search_lexical(access.vault_id, query_terms(query), depth, where)
+        dense: list[ScoredMemory] = []
+        if embedder is not None:
+            vector = embedder.embed([query])[0]
+            dense = self._store.search_vectors(
+                access.vault_id, embedder.model_id, embedder.dim, vector, depth, where
+            )
+        return fuse(lexical, dense, limit)
+
+    def prepare(
+        self,
+        access: Access,
+        query: str,
+        budget: Budget,
+        where: SearchFilter,
+        embeddings: str | None = None,
+    ) -> tuple[tuple[str, int, int], Counters]:
+        """A context block for the next model call: (context, memories found, est. tokens)."""
+        access.require_read()
+        _check_text(query, "query")
+        hits = self._hybrid(access, query, budget.items, where, embeddings) if query else []
+        built = build_context(hits, budget)
+        if built[2]:
+            self._meter(access, UsageEvent("prepare", "retrieval", built[2], where.session_id))
+        return built, self._store.counters(access.vault_id)
 
     def date_search(
         self,
@@ -164,6 +222,7 @@ class VaultService:
         where: SearchFilter,
         max_tokens: float | None,
         order: Order,
+        embeddings: str | None = None,
     ) -> tuple[DatePage, Counters]:
         access.require_read()
         if start > end:
@@ -172,9 +231,7 @@ class VaultService:
         where = replace(where, window=(start, end))
         if query is not None and query.strip():
             _check_text(query, "query")
-            hits = self._store.search_lexical(
-                access.vault_id, query_terms(query), DATE_QUERY_CANDIDATES, where
-            )
+            hits = self._hybrid(access, query, DATE_QUERY_CANDIDATES, where, embeddings)
             taken: list[ScoredMemory] = []
             tokens = 0
             for hit in hits:
@@ -219,16 +276,24 @@ class VaultService:
         return result
 
     def commit(
-        self, access: Access, batch_id: str, entries: Sequence[Entry], session_id: str | None
+        self,
+        access: Access,
+        batch_id: str,
+        entries: Sequence[Entry],
+        session_id: str | None,
+        embeddings: str | None = None,
     ) -> tuple[CommitOutcome, Counters]:
         access.require_full()
         for index, entry in enumerate(entries):
             _check_text(entry.text, f"entries[{index}].text")
         checked = contract.check_entries(entries, batch_id)
-        outcome = self._store.commit(access.vault_id, batch_id, checked, self._clock())
+        outcome = self._store.commit(
+            access.vault_id, batch_id, checked, self._clock(), self._model_id(embeddings)
+        )
         if not outcome.already_committed:
             tokens = sum(est_tokens(e.text) for e in checked)
             self._meter(access, UsageEvent("commit", "storage", tokens, session_id))
+            self._on_write()
         return outcome, self._store.counters(access.vault_id)
 
     def import_reflections(
@@ -245,8 +310,15 @@ class VaultService:
             _check_text(entry.text, f"entries[{index}].text")
         checked = contract.check_entries(entries, "cb_")
         created = self._store.import_reflections(
-            access.vault_id, tier, checked, list(dict.fromkeys(source_ids)), covers, self._clock()
+            access.vault_id,
+            tier,
+            checked,
+            list(dict.fromkeys(source_ids)),
+            covers,
+            self._clock(),
+            self._model_id(None),
         )
+        self._on_write()
         tokens = sum(est_tokens(e.text) for e in checked)
         self._meter(access, UsageEvent("import-reflections", "storage", tokens))
         return created, self._store.counters(access.vault_id)
@@ -288,6 +360,14 @@ class VaultService:
     def usage(self, access: Access, from_ms: int, to_ms: int) -> list[UsageLine]:
         access.require_read()
         return self._store.usage(access.vault_id, from_ms, to_ms)
+
+    def pending_embeddings(self, access: Access) -> int:
+        return self._store.pending_embeddings(access.vault_id)
+
+    def _model_id(self, embeddings: str | None) -> str | None:
+        """The vector space new rows are queued for (None: lexical only)."""
+        embedder = self._embedders.get(self._embedders.resolve(embeddings))
+        return None if embedder is None else embedder.model_id
 
     def vault_count(self) -> int:
         return self._store.vault_count()

@@ -85,7 +85,7 @@ def serve_process(data_dir: Path, **env: str) -> Iterator[tuple[str, str | None]
 
 @pytest.fixture
 def embedded(tmp_path: Path) -> Iterator[McpServer]:
-    server = create_server(Settings(data_dir=tmp_path))
+    server = create_server(Settings(data_dir=tmp_path, embeddings="none"))
     assert server.vault_app is not None
     service: VaultService = server.vault_app.state.service
     key, _ = service.create_vault()
@@ -97,9 +97,9 @@ def embedded(tmp_path: Path) -> Iterator[McpServer]:
 def proxy(tmp_path: Path) -> Iterator[McpServer]:
     """The MCP server pointed at a separately started vault process."""
     vault_dir = tmp_path / "vault"
-    with serve_process(vault_dir) as (vault_url, key):
+    with serve_process(vault_dir, MEMORYROUTER_EMBEDDINGS="none") as (vault_url, key):
         assert key is not None
-        settings = Settings(data_dir=tmp_path / "mcp", api_url=vault_url)
+        settings = Settings(data_dir=tmp_path / "mcp", api_url=vault_url, embeddings="none")
         server = create_server(settings)
         assert server.vault_app is None
         store = SQLiteStore(vault_dir / "vault.sqlite3")

@@ -100,13 +100,13 @@ def test_cors_preflight_allows_the_inspector_and_exposes_www_authenticate(
 
 
 def test_auth_none_serves_one_vault_without_a_token(tmp_path: Path) -> None:
-    server = create_server(Settings(data_dir=tmp_path, auth="none"))
+    server = create_server(Settings(data_dir=tmp_path, auth="none", embeddings="none"))
     with live_server(server.app, lifespan="on") as url:
         target = McpServer(url + "/mcp", "", server.vault_app.state.service)  # type: ignore[union-attr]
         stored = post(target, call("store_memory", {"content": "local note"}))
         assert stored.status_code == 200 and not stored.json()["result"]["isError"]
     assert (tmp_path / "local.key").stat().st_mode & 0o777 == 0o600
-    again = create_server(Settings(data_dir=tmp_path, auth="none"))
+    again = create_server(Settings(data_dir=tmp_path, auth="none", embeddings="none"))
     with live_server(again.app, lifespan="on") as url:
         found = post(
             McpServer(url + "/mcp", "", again.vault_app.state.service),  # type: ignore[union-attr]
@@ -126,6 +126,7 @@ def test_the_host_allow_list_comes_from_the_environment(
 ) -> None:
     monkeypatch.setenv("MEMORYROUTER_ALLOWED_HOSTS", '["memory.example.com"]')
     monkeypatch.setenv("MEMORYROUTER_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MEMORYROUTER_EMBEDDINGS", "none")
     server = create_server(Settings())
     key, _ = server.vault_app.state.service.create_vault()  # type: ignore[union-attr]
     with live_server(server.app, lifespan="on") as url:

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from mcp_memoryrouter.vault.domain import (
     Batch,
     CommitOutcome,
@@ -29,6 +32,7 @@ from mcp_memoryrouter.vault.domain import (
     UsageLine,
 )
 from mcp_memoryrouter.vault.tiers import Selection
+from mcp_memoryrouter.vault.vectors import Pending
 from mcp_memoryrouter.vault.window import Order, Page
 
 
@@ -45,8 +49,11 @@ class Store(Protocol):
 
     def vault_count(self) -> int: ...
 
-    def ingest(self, vault_id: str, rows: Sequence[NewRaw]) -> tuple[list[str], int, int]:
-        """Store new rows, skip duplicates: (ids in input order, stored, stored tokens)."""
+    def ingest(
+        self, vault_id: str, rows: Sequence[NewRaw], embed_model: str | None
+    ) -> tuple[list[str], int, int]:
+        """Store new rows, skip duplicates, queue new rows for ``embed_model`` in the same
+        transaction: (ids in input order, stored, stored tokens)."""
         ...
 
     def counters(self, vault_id: str) -> Counters: ...
@@ -73,7 +80,12 @@ class Store(Protocol):
     ) -> Batch | EmptyCheckout: ...
 
     def commit(
-        self, vault_id: str, batch_id: str, entries: Sequence[Entry], now_ms: int
+        self,
+        vault_id: str,
+        batch_id: str,
+        entries: Sequence[Entry],
+        now_ms: int,
+        embed_model: str | None,
     ) -> CommitOutcome: ...
 
     def import_reflections(
@@ -84,11 +96,33 @@ class Store(Protocol):
         source_ids: Sequence[str],
         covers: tuple[int, int] | None,
         now_ms: int,
+        embed_model: str | None,
     ) -> list[Created]:
         """Create reflections at ``tier`` linked to sources one tier below (an import)."""
         ...
 
     def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage: ...
+
+    # vectors: a persisted queue per model, and exact search over what was embedded
+    def queued_models(self) -> list[str]: ...
+
+    def take_embed_batch(self, model: str, limit: int) -> list[Pending]: ...
+
+    def put_vectors(
+        self, model: str, pending: Sequence[Pending], vectors: npt.NDArray[np.float32]
+    ) -> None: ...
+
+    def search_vectors(
+        self,
+        vault_id: str,
+        model: str,
+        dim: int,
+        query: npt.NDArray[np.float32],
+        k: int,
+        where: SearchFilter,
+    ) -> list[ScoredMemory]: ...
+
+    def pending_embeddings(self, vault_id: str) -> int: ...
 
     def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome: ...
 

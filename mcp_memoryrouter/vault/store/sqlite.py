@@ -14,7 +14,11 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.domain import (
     Batch,
     CommitOutcome,
@@ -35,9 +39,10 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
-from mcp_memoryrouter.vault.store import sqlite_reflect, sqlite_window
+from mcp_memoryrouter.vault.store import sqlite_reflect, sqlite_vectors, sqlite_window
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
 from mcp_memoryrouter.vault.tiers import Selection
+from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
 from mcp_memoryrouter.vault.window import Order, Page
 
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
@@ -72,10 +77,12 @@ def migrate(conn: sqlite3.Connection) -> int:
 class SQLiteStore:
     def __init__(self, path: Path | str) -> None:
         self._path = str(path)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._writer = _connect(self._path)
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
+        self._indexes: dict[str, VectorIndex] = {}
+        self._index_lock = threading.Lock()
         self.schema_version = migrate(self._writer)
 
     def close(self) -> None:
@@ -152,15 +159,18 @@ class SQLiteStore:
 
     # --- raw memories ------------------------------------------------------------------
 
-    def ingest(self, vault_id: str, rows: Sequence[NewRaw]) -> tuple[list[str], int, int]:
+    def ingest(
+        self, vault_id: str, rows: Sequence[NewRaw], embed_model: str | None
+    ) -> tuple[list[str], int, int]:
         ids: list[str] = []
-        stored = tokens = 0
+        new_seqs: list[int] = []
+        tokens = 0
         with self._write() as conn:
             for row in rows:
                 cursor = conn.execute(
                     "INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, "
-                    "date_to, session_id, dedup, created_ms) "
-                    "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    "date_to, session_id, dedup, created_ms, dated) "
+                    "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
                         row.id,
                         vault_id,
@@ -172,11 +182,13 @@ class SQLiteStore:
                         row.session_id,
                         row.dedup,
                         row.created_ms,
+                        date_words(row.date_ms, row.date_ms),
                     ),
                 )
                 if cursor.rowcount == 1:
+                    assert cursor.lastrowid is not None
+                    new_seqs.append(cursor.lastrowid)
                     ids.append(row.id)
-                    stored += 1
                     tokens += row.tokens
                     continue
                 (existing,) = conn.execute(
@@ -184,11 +196,13 @@ class SQLiteStore:
                     (vault_id, row.dedup),
                 ).fetchone()
                 ids.append(existing)
+            stored = len(new_seqs)
             conn.execute(
                 "UPDATE vaults SET raw_units = raw_units + ?, raw_tokens = raw_tokens + ?, "
                 "n1 = n1 + ?, tok1 = tok1 + ? WHERE id = ?",
                 (stored, tokens, stored, tokens, vault_id),
             )
+            sqlite_vectors.enqueue(conn, embed_model, new_seqs)
         return ids, stored, tokens
 
     def counters(self, vault_id: str) -> Counters:
@@ -254,10 +268,15 @@ class SQLiteStore:
             )
 
     def commit(
-        self, vault_id: str, batch_id: str, entries: Sequence[Entry], now_ms: int
+        self,
+        vault_id: str,
+        batch_id: str,
+        entries: Sequence[Entry],
+        now_ms: int,
+        embed_model: str | None,
     ) -> CommitOutcome:
         with self._write() as conn:
-            return sqlite_reflect.commit(conn, vault_id, batch_id, entries, now_ms)
+            return sqlite_reflect.commit(conn, vault_id, batch_id, entries, now_ms, embed_model)
 
     def import_reflections(
         self,
@@ -267,20 +286,85 @@ class SQLiteStore:
         source_ids: Sequence[str],
         covers: tuple[int, int] | None,
         now_ms: int,
+        embed_model: str | None,
     ) -> list[Created]:
         with self._write() as conn:
             return sqlite_reflect.import_reflections(
-                conn, vault_id, tier, entries, source_ids, covers, now_ms
+                conn, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
             )
 
     def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
         with self._read() as conn:
             return sqlite_reflect.read_lineage(conn, vault_id, memory_id, offset, limit)
 
+    # --- vectors -----------------------------------------------------------------------
+
+    def queued_models(self) -> list[str]:
+        with self._read() as conn:
+            return sqlite_vectors.queued_models(conn)
+
+    def take_embed_batch(self, model: str, limit: int) -> list[Pending]:
+        with self._read() as conn:
+            return sqlite_vectors.take(conn, model, limit)
+
+    def put_vectors(
+        self, model: str, pending: Sequence[Pending], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        with self._write() as conn:
+            kept = set(sqlite_vectors.put(conn, model, pending, vectors))
+            index = self._indexes.get(model)
+            if index is not None:  # under the write lock: no delete can slip in between
+                rows = [
+                    (p.row, v) for p, v in zip(pending, vectors, strict=True) if p.row.seq in kept
+                ]
+                if rows:
+                    index.add([r for r, _ in rows], np.stack([v for _, v in rows]))
+
+    def search_vectors(
+        self,
+        vault_id: str,
+        model: str,
+        dim: int,
+        query: npt.NDArray[np.float32],
+        k: int,
+        where: SearchFilter,
+    ) -> list[ScoredMemory]:
+        index = self._index(model, dim)
+        hits = index.search(vault_id, query, k, where)
+        if not hits:
+            return []
+        scores = dict(hits)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS}, m.seq FROM memories m "
+                f"WHERE m.vault_id = ? AND m.seq IN ({placeholders(len(hits))})",
+                [vault_id, *scores],
+            ).fetchall()
+        found = [ScoredMemory(memory_from_row(r), scores[r[10]]) for r in rows]
+        return sorted(found, key=lambda h: -(h.score or 0.0))
+
+    def pending_embeddings(self, vault_id: str) -> int:
+        with self._read() as conn:
+            return sqlite_vectors.pending_count(conn, vault_id)
+
+    def _index(self, model: str, dim: int) -> VectorIndex:
+        with self._index_lock:
+            index = self._indexes.get(model)
+            if index is None:
+                with self._lock, self._read() as conn:  # no vector lands while loading
+                    index = sqlite_vectors.load_index(conn, model, dim)
+                self._indexes[model] = index
+            return index
+
+    def _loaded_indexes(self) -> list[VectorIndex]:
+        with self._index_lock:
+            return list(self._indexes.values())
+
     # --- deletion ----------------------------------------------------------------------
 
     def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome:
         deleted = tokens = 0
+        seqs: list[int] = []
         with self._write() as conn:
             for start in range(0, len(ids), _CHUNK):
                 chunk = list(ids[start : start + _CHUNK])
@@ -299,6 +383,9 @@ class SQLiteStore:
                 _subtract_counters(conn, vault_id, rows)
                 deleted += len(rows)
                 tokens += sum(r[3] for r in rows)
+                seqs += [r[0] for r in rows]
+        for index in self._loaded_indexes():
+            index.remove(seqs)
         return DeleteOutcome(len(ids), deleted, len(ids) - deleted, tokens)
 
     def wipe(self, vault_id: str) -> int:
@@ -318,6 +405,8 @@ class SQLiteStore:
                 "imp2 = 0, n3 = 0, tok3 = 0, imp3 = 0 WHERE id = ?",
                 (vault_id,),
             )
+        for index in self._loaded_indexes():
+            index.remove_vault(vault_id)
         return int(count)
 
     # --- stats and usage ---------------------------------------------------------------

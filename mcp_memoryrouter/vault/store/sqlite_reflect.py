@@ -101,6 +101,7 @@ def commit(
     batch_id: str,
     entries: Sequence[Entry],
     now_ms: int,
+    embed_model: str | None,
 ) -> CommitOutcome:
     row = conn.execute(
         "SELECT tier, lease_until, committed_ms, created_json, sources_consolidated, "
@@ -124,7 +125,15 @@ def commit(
     ).fetchall()
     target: Tier = 2 if tier == 1 else 3
     created = _create_reflections(
-        conn, vault_id, target, entries, sources, (covers_from, covers_to), batch_id, now_ms
+        conn,
+        vault_id,
+        target,
+        entries,
+        sources,
+        (covers_from, covers_to),
+        batch_id,
+        now_ms,
+        embed_model,
     )
     conn.execute(
         "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
@@ -148,6 +157,7 @@ def _create_reflections(
     covers: tuple[int, int],
     batch_id: str | None,
     now_ms: int,
+    embed_model: str | None,
 ) -> list[Created]:
     """Insert the reflections, link each to every source, mark the sources consolidated and
     move the counters: the part of a commit every way of creating reflections shares."""
@@ -191,6 +201,7 @@ def import_reflections(
     source_ids: Sequence[str],
     covers: tuple[int, int] | None,
     now_ms: int,
+    embed_model: str | None,
 ) -> list[Created]:
     """Recreate reflections (from an export) with lineage to sources already in the vault."""
     sources: list[tuple[str, int, int | None]] = []
@@ -217,7 +228,9 @@ def import_reflections(
         if not windows:
             raise InvalidRequest("give covers when there are no source_ids", {"field": "covers"})
         covers = (min(w[0] for w in windows), max(w[1] for w in windows))
-    return _create_reflections(conn, vault_id, target, entries, sources, covers, None, now_ms)
+    return _create_reflections(
+        conn, vault_id, target, entries, sources, covers, None, now_ms, embed_model
+    )
 
 
 def _move_counters(

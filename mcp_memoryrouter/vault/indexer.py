@@ -1,0 +1,73 @@
+"""The embedding worker: vectors are computed off the request path, in batches, from the
+persisted queue. A crash loses nothing: queued rows stay queued until their vectors are
+stored, and rows not yet embedded are still found lexically."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.store import Store
+
+log = logging.getLogger("mcp_memoryrouter.vault.indexer")
+BATCH = 32
+IDLE_SECONDS = 5.0
+BACKOFF_SECONDS = 10.0
+
+
+class EmbeddingWorker:
+    def __init__(self, store: Store, embedders: Embedders, *, batch: int = BATCH) -> None:
+        self._store = store
+        self._embedders = embedders
+        self._batch = batch
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def step(self) -> int:
+        """Embed one batch per queued model; the number of rows embedded."""
+        done = 0
+        for model in self._store.queued_models():
+            embedder = self._embedders.by_model_id(model)
+            if embedder is None:
+                continue  # a model this server no longer offers: its rows stay queued
+            pending = self._store.take_embed_batch(model, self._batch)
+            if pending:
+                vectors = embedder.embed([p.text for p in pending])
+                self._store.put_vectors(model, pending, vectors)
+                done += len(pending)
+        return done
+
+    def drain(self) -> int:
+        """Embed until the queue is empty (tests, benchmarks, the CLI)."""
+        total = 0
+        while done := self.step():
+            total += done
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                done = self.step()
+            except Exception as exc:  # the worker must outlive any one failure
+                log.error("embedding batch failed: %s", type(exc).__name__)
+                self._stop.wait(BACKOFF_SECONDS)
+                continue
+            if not done:
+                self._wake.wait(IDLE_SECONDS)
+                self._wake.clear()

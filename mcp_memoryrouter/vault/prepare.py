@@ -1,0 +1,73 @@
+"""The ready-to-inject context block of ``/v1/memory/prepare``: grouped by tier, dated,
+within a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from mcp_memoryrouter.vault.dates import format_ms
+from mcp_memoryrouter.vault.domain import Memory, ScoredMemory
+from mcp_memoryrouter.vault.tokens import est_tokens
+
+Density = Literal["low", "default", "high", "xhigh"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    items: int
+    tokens: int
+
+
+DENSITY: dict[Density, Budget] = {
+    "low": Budget(5, 1_500),
+    "default": Budget(10, 3_000),
+    "high": Budget(20, 6_000),
+    "xhigh": Budget(40, 12_000),
+}
+HEADINGS = {
+    3: "High-level reflections (why it matters):",
+    2: "Reflections (what happened):",
+    1: "Exact moments:",
+}
+
+
+def budget_for(density: Density, context_limit: int | None, max_tokens: int | None) -> Budget:
+    """Density sets both; ``context_limit`` (1-50) overrides the count, ``max_tokens`` caps
+    the tokens."""
+    base = DENSITY[density]
+    items = context_limit if context_limit else base.items
+    tokens = min(base.tokens, max_tokens) if max_tokens else base.tokens
+    return Budget(items, tokens)
+
+
+def line(memory: Memory) -> str:
+    if memory.tier == 1:
+        role = f"{memory.role}: " if memory.role else ""
+        return f"- [{format_ms(memory.date_from)[:16].replace('T', ' ')}] {role}{memory.content}"
+    start, end = format_ms(memory.date_from)[:10], format_ms(memory.date_to)[:10]
+    when = start if start == end else f"{start} to {end}"
+    return f"- [{when}] {memory.content}"
+
+
+def build_context(hits: Sequence[ScoredMemory], budget: Budget) -> tuple[str, int, int]:
+    """(context, memories included, est. tokens): the best hits that fit, grouped by tier
+    (insight first), oldest first within a tier."""
+    chosen: list[Memory] = []
+    used = 0
+    for hit in hits[: budget.items]:
+        cost = est_tokens(line(hit.memory)) + 1
+        if all(m.tier != hit.memory.tier for m in chosen):  # a new section: its heading too
+            cost += est_tokens(HEADINGS[hit.memory.tier]) + 1
+        if used + cost > budget.tokens:
+            continue
+        chosen.append(hit.memory)
+        used += cost
+    sections = []
+    for tier in (3, 2, 1):
+        rows = sorted((m for m in chosen if m.tier == tier), key=lambda m: (m.date_from, m.id))
+        if rows:
+            sections.append("\n".join([HEADINGS[tier], *(line(m) for m in rows)]))
+    context = "\n\n".join(sections)
+    return context, len(chosen), est_tokens(context)

@@ -1,0 +1,85 @@
+"""Vectors in SQLite: float32 blobs per model, a persisted embedding queue, and the exact
+in-memory index the store keeps in step with them."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from mcp_memoryrouter.vault.dating import date_words
+from mcp_memoryrouter.vault.vectors import Pending, VectorIndex, VectorRow
+
+
+def embedding_text(content: str, date_from: int, date_to: int) -> str:
+    """What a memory's vector encodes: when it happened, then what it says."""
+    return f"{date_words(date_from, date_to)}: {content}"
+
+
+def enqueue(conn: sqlite3.Connection, model: str | None, seqs: Sequence[int]) -> None:
+    if model is not None and seqs:
+        conn.executemany(
+            "INSERT OR IGNORE INTO embed_queue (seq, model) VALUES (?, ?)",
+            [(seq, model) for seq in seqs],
+        )
+
+
+def queued_models(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT model FROM embed_queue")]
+
+
+def take(conn: sqlite3.Connection, model: str, limit: int) -> list[Pending]:
+    rows = conn.execute(
+        "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
+        "m.content FROM embed_queue q JOIN memories m ON m.seq = q.seq "
+        "WHERE q.model = ? ORDER BY q.seq LIMIT ?",
+        (model, limit),
+    ).fetchall()
+    return [Pending(VectorRow(*r[:7]), embedding_text(r[7], r[4], r[5])) for r in rows]
+
+
+def put(
+    conn: sqlite3.Connection,
+    model: str,
+    pending: Sequence[Pending],
+    vectors: npt.NDArray[np.float32],
+) -> list[int]:
+    """Store vectors of rows that still exist and clear them from the queue: the seqs kept."""
+    kept = []
+    for item, vector in zip(pending, vectors, strict=True):
+        cursor = conn.execute(
+            "INSERT OR REPLACE INTO vectors (seq, model, vec) "
+            "SELECT seq, ?, ? FROM memories WHERE seq = ?",
+            (model, vector.astype(np.float32).tobytes(), item.row.seq),
+        )
+        if cursor.rowcount:
+            kept.append(item.row.seq)
+    conn.executemany(
+        "DELETE FROM embed_queue WHERE model = ? AND seq = ?",
+        [(model, item.row.seq) for item in pending],
+    )
+    return kept
+
+
+def load_index(conn: sqlite3.Connection, model: str, dim: int) -> VectorIndex:
+    index = VectorIndex(dim)
+    cursor = conn.execute(
+        "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
+        "v.vec FROM vectors v JOIN memories m ON m.seq = v.seq WHERE v.model = ?",
+        (model,),
+    )
+    while batch := cursor.fetchmany(4096):
+        rows = [VectorRow(*r[:7]) for r in batch]
+        matrix = np.frombuffer(b"".join(r[7] for r in batch), dtype=np.float32)
+        index.add(rows, matrix.reshape(len(batch), dim))
+    return index
+
+
+def pending_count(conn: sqlite3.Connection, vault_id: str) -> int:
+    (count,) = conn.execute(
+        "SELECT count(*) FROM embed_queue q JOIN memories m ON m.seq = q.seq WHERE m.vault_id = ?",
+        (vault_id,),
+    ).fetchone()
+    return int(count)

@@ -1,0 +1,242 @@
+"""Hybrid retrieval: embedders through the seam, the embedding queue, fusion, filters,
+exact indexes after deletes, prepare."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import numpy as np
+import pytest
+
+from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.domain import SearchFilter
+from mcp_memoryrouter.vault.embeddings import Embedders, LocalMiniLM, OpenAICompatible
+from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.support import FakeClock, Vault, make_vault
+from tests.vault.embedders import ConceptEmbedder, OtherSpace
+from tests.vault.test_consolidation_api import checkout, commit
+from tests.vault.test_keys_api import assert_envelope
+
+
+@pytest.fixture
+def hybrid(tmp_path: Path) -> Iterator[Vault]:
+    embedders = Embedders({"concepts": ConceptEmbedder, "other": OtherSpace}, "concepts")
+    vault = make_vault(tmp_path, embedders=embedders)
+    yield vault
+    vault.http.close()
+    vault.store.close()
+
+
+def search(vault: Vault, query: str, **extra: Any) -> list[dict[str, Any]]:
+    response = vault.post("/v1/memory/search", {"query": query, **extra})
+    assert response.status_code == 200, response.text
+    rows: list[dict[str, Any]] = response.json()["memories"]
+    return rows
+
+
+def stats(vault: Vault) -> dict[str, Any]:
+    body: dict[str, Any] = vault.http.get("/v1/memory/stats", headers=vault.headers()).json()
+    return body
+
+
+def test_ingest_answers_before_embedding_and_stats_count_what_is_pending(hybrid: Vault) -> None:
+    hybrid.ingest("my car broke down", "lunch with a physician")
+    assert stats(hybrid)["pending_embeddings"] == 2
+    assert [m["content"] for m in search(hybrid, "car")] == ["my car broke down"]  # lexical
+    assert search(hybrid, "automobile") == []  # no vectors yet
+    assert hybrid.worker.drain() == 2
+    assert stats(hybrid)["pending_embeddings"] == 0
+    assert search(hybrid, "automobile")[0]["content"] == "my car broke down"
+
+
+def test_both_paths_are_fused_into_one_ranking(hybrid: Vault) -> None:
+    hybrid.ingest("the automobile is parked", "car wash tickets", "my doctor said hello")
+    hybrid.worker.drain()
+    rows = [m["content"] for m in search(hybrid, "car")]
+    assert rows[0] == "car wash tickets"  # found by both paths
+    assert rows[1] == "the automobile is parked"  # found by meaning alone
+    assert "my doctor said hello" not in rows[:2]
+    assert all(0 <= m["score"] <= 1 for m in search(hybrid, "car"))
+
+
+def test_the_queue_survives_a_restart(tmp_path: Path) -> None:
+    embedders = Embedders({"concepts": ConceptEmbedder}, "concepts")
+    first = make_vault(tmp_path, embedders=embedders)
+    first.ingest("a glad moment")  # the process "dies" before the worker ran
+    first.http.close()
+    first.store.close()
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    assert EmbeddingWorker(store, embedders).drain() == 1
+    service = VaultService(store, clock=FakeClock(), lease_seconds=900, embedders=embedders)
+    hits, _ = service.search(service.authenticate(first.key), "happy", 5, SearchFilter())
+    assert [h.memory.content for h in hits] == ["a glad moment"]
+    store.close()
+
+
+def test_an_unknown_embedding_model_is_400_by_field_and_by_header(hybrid: Vault) -> None:
+    body = {"query": "x", "embeddings": "gpt-embed-9"}
+    assert_envelope(hybrid.post("/v1/memory/search", body), 400, "invalid_request")
+    response = hybrid.http.post(
+        "/v1/memory/search",
+        json={"query": "x"},
+        headers={**hybrid.headers(), "X-Embedding-Model": "nope"},
+    )
+    assert_envelope(response, 400, "invalid_request")
+    ingest = {"messages": [{"content": "x"}], "embeddings": "nope"}
+    assert_envelope(hybrid.post("/v1/memory/ingest", ingest), 400, "invalid_request")
+    assert stats(hybrid)["total_memories"] == 0
+
+
+def test_vectors_are_kept_per_model_and_never_mixed(hybrid: Vault) -> None:
+    hybrid.ingest("my car broke down")  # queued for the default model only
+    hybrid.worker.drain()
+    assert search(hybrid, "automobile", embeddings="other") == []
+    assert len(search(hybrid, "automobile")) == 1
+    hybrid.post(
+        "/v1/memory/ingest", {"messages": [{"content": "a glad kitten"}], "embeddings": "other"}
+    )
+    hybrid.worker.drain()
+    assert [m["content"] for m in search(hybrid, "joyful cat", embeddings="other")] == [
+        "a glad kitten"
+    ]
+    default_space = [m["content"] for m in search(hybrid, "joyful cat")]
+    assert "a glad kitten" not in default_space  # it has no vector in the default space
+    assert [m["content"] for m in search(hybrid, "glad", embeddings="none")] == ["a glad kitten"]
+
+
+def test_deletes_and_wipes_leave_no_trace_in_any_index(hybrid: Vault) -> None:
+    ids = hybrid.ingest("my car broke down", "berlin trip", "a kitten nap")["ids"]
+    hybrid.worker.drain()
+    assert search(hybrid, "automobile")[0]["id"] == ids[0]
+    hybrid.post("/v1/memory/delete-ids", {"ids": [ids[0]]})
+    assert ids[0] not in [m["id"] for m in search(hybrid, "automobile")]
+    assert search(hybrid, "germany")[0]["id"] == ids[1]
+    hybrid.http.delete("/v1/memory", headers=hybrid.headers())
+    assert search(hybrid, "germany") == [] and search(hybrid, "kitten") == []
+    conn = sqlite3.connect(hybrid.store._path)
+    counts = [
+        conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("vectors", "embed_queue", "memories_fts")
+    ]
+    conn.close()
+    assert counts == [0, 0, 0]
+
+
+def test_a_row_deleted_while_queued_is_never_embedded(hybrid: Vault) -> None:
+    ids = hybrid.ingest("my car broke down")["ids"]
+    hybrid.post("/v1/memory/delete-ids", {"ids": ids})
+    assert hybrid.worker.drain() == 0
+    assert search(hybrid, "automobile") == []  # the vault is empty again
+
+
+def test_filters_apply_to_the_vector_path(hybrid: Vault) -> None:
+    hybrid.ingest("my car broke down", date="2026-02-01", session_id="s1")
+    hybrid.ingest("our automobile club", date="2026-02-02", session_id="s2")
+    commit(
+        hybrid, checkout(hybrid)["batch_id"], [{"text": "Vehicles kept failing.", "importance": 8}]
+    )
+    hybrid.worker.drain()
+    assert {m["tier"] for m in search(hybrid, "vehicle")} == {1, 2}
+    assert [m["tier"] for m in search(hybrid, "vehicle", tiers=[2])] == [2]
+    assert [m["tier"] for m in search(hybrid, "vehicle", importance=8)] == [2]
+    assert search(hybrid, "vehicle", importance=9) == []
+    in_session = search(hybrid, "vehicle", session_id="s1")
+    assert {m.get("role") for m in in_session if m["tier"] == 1} == {"user"}
+    assert [m["content"] for m in in_session if m["tier"] == 1] == ["my car broke down"]
+
+
+def test_date_search_with_a_query_uses_both_paths(hybrid: Vault) -> None:
+    hybrid.ingest("my car broke down", date="2026-02-03")
+    hybrid.ingest("another automobile", date="2026-05-03")
+    hybrid.worker.drain()
+    body = {"from": "2026-02-01", "to": "2026-02-28", "query": "vehicle"}
+    rows = hybrid.post("/v1/memory/date-search", body).json()["memories"]
+    assert [m["content"] for m in rows] == ["my car broke down"]
+
+
+def test_prepare_builds_a_dated_context_grouped_by_tier(hybrid: Vault) -> None:
+    hybrid.ingest("my car broke down on the highway", date="2026-02-03T09:30:00Z")
+    commit(
+        hybrid, checkout(hybrid)["batch_id"], [{"text": "The car needs repairs.", "importance": 7}]
+    )
+    hybrid.worker.drain()
+    body = hybrid.post("/v1/memory/prepare", {"query": "car trouble"}).json()
+    assert set(body) == {"context", "memories_found", "est_tokens", "reflection"}
+    assert body["memories_found"] == 2
+    context = body["context"]
+    assert context.index("Reflections (what happened):") < context.index("Exact moments:")
+    assert "- [2026-02-03] The car needs repairs." in context
+    assert "- [2026-02-03 09:30] user: my car broke down on the highway" in context
+    only_insight = hybrid.post("/v1/memory/prepare", {"query": "car", "tiers": [2]}).json()
+    assert "Exact moments" not in only_insight["context"]
+    tight = hybrid.post("/v1/memory/prepare", {"query": "car", "context_limit": 1}).json()
+    assert tight["memories_found"] == 1
+    small = hybrid.post("/v1/memory/prepare", {"query": "car", "max_tokens": 20}).json()
+    assert small["memories_found"] == 1 and small["est_tokens"] <= 20
+    messages = {"messages": [{"role": "user", "content": "what happened to my car?"}]}
+    assert hybrid.post("/v1/memory/prepare", messages).json()["memories_found"] == 2
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"query": "x", "density": "max"},
+        {"query": "x", "context_limit": 51},
+        {"query": "x", "tiers": []},
+    ],
+)
+def test_bad_prepare_requests_are_400(hybrid: Vault, body: dict[str, Any]) -> None:
+    assert_envelope(hybrid.post("/v1/memory/prepare", body), 400, "invalid_request")
+
+
+def test_openai_compatible_embedder_calls_the_endpoint_and_normalises() -> None:
+    seen: list[httpx2.Request] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(
+            200,
+            json={
+                "data": [
+                    {"index": 1, "embedding": [0.0, 2.0]},
+                    {"index": 0, "embedding": [3.0, 4.0]},
+                ]
+            },
+        )
+
+    embedder = OpenAICompatible(
+        "http://emb.local", "tiny", "sk-test", 2, transport=httpx2.MockTransport(answer)
+    )
+    vectors = embedder.embed(["a", "b"])
+    assert np.allclose(vectors, [[0.6, 0.8], [0.0, 1.0]])
+    assert seen[0].url == "http://emb.local/v1/embeddings"
+    assert seen[0].headers["authorization"] == "Bearer sk-test"
+    failing = OpenAICompatible(
+        "http://emb.local",
+        "tiny",
+        None,
+        2,
+        transport=httpx2.MockTransport(lambda r: httpx2.Response(500)),
+    )
+    with pytest.raises(StoreUnavailable):
+        failing.embed(["a"])
+
+
+def test_the_local_model_embeds_meaning_offline() -> None:
+    model = LocalMiniLM()
+    anchor, paraphrase, unrelated = model.embed(
+        [
+            "The meeting was moved to Friday afternoon.",
+            "They rescheduled the meeting for Friday after lunch.",
+            "Penguins live in the southern hemisphere.",
+        ]
+    )
+    assert anchor.shape == (384,) and abs(float(np.linalg.norm(anchor)) - 1) < 1e-5
+    assert float(anchor @ paraphrase) > 0.7 > 0.2 > float(anchor @ unrelated)
