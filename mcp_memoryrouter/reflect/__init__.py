@@ -1,0 +1,13 @@
+"""The client-side consolidation loop: the vault's REST API on one side, a model on the other.
+
+It reaches the vault only through :class:`~mcp_memoryrouter.client.VaultClient` and the wire
+models of :mod:`mcp_memoryrouter.schemas`, never the vault's code, so it runs the same
+against a local server and a remote one.
+
+- :mod:`.batch` one checkout → model → commit transaction; :mod:`.loop` the backfill and the
+  debt-triggered run; :mod:`.auto` the connectors' background behaviour (lock, cooldown,
+  opt-out, log) around it.
+- :mod:`.prompt` and :mod:`.parse` what the model reads and how its answer is read;
+  :mod:`.models` the command and chat-endpoint adapters.
+- :mod:`.archive`, :mod:`.export`, :mod:`.importer` a whole vault as JSONL and back.
+"""
