@@ -11,3 +11,8 @@ against a local server and a remote one.
   :mod:`.models` the command and chat-endpoint adapters.
 - :mod:`.archive`, :mod:`.export`, :mod:`.importer` a whole vault as JSONL and back.
 """
+
+from mcp_memoryrouter.reflect.errors import InvalidAnswer, ModelFailure
+from mcp_memoryrouter.reflect.models import ChatModel, CommandModel, Model
+
+__all__ = ["ChatModel", "CommandModel", "InvalidAnswer", "Model", "ModelFailure"]
