@@ -12,7 +12,24 @@ against a local server and a remote one.
 - :mod:`.archive`, :mod:`.export`, :mod:`.importer` a whole vault as JSONL and back.
 """
 
+from mcp_memoryrouter.reflect.auto import AutoConsolidator, AutoOutcome
+from mcp_memoryrouter.reflect.batch import BatchResult, NothingFree, consolidate_batch
 from mcp_memoryrouter.reflect.errors import InvalidAnswer, ModelFailure
+from mcp_memoryrouter.reflect.loop import RunReport, backfill, run_triggered
 from mcp_memoryrouter.reflect.models import ChatModel, CommandModel, Model
 
-__all__ = ["ChatModel", "CommandModel", "InvalidAnswer", "Model", "ModelFailure"]
+__all__ = [
+    "AutoConsolidator",
+    "AutoOutcome",
+    "BatchResult",
+    "ChatModel",
+    "CommandModel",
+    "InvalidAnswer",
+    "Model",
+    "ModelFailure",
+    "NothingFree",
+    "RunReport",
+    "backfill",
+    "consolidate_batch",
+    "run_triggered",
+]

@@ -1,0 +1,112 @@
+"""The two consolidation loops over :func:`consolidate_batch`.
+
+- :func:`run_triggered` is what connectors run when a response carries the server's debt
+  decision: at most three batches, the tier the suggestion names, a fresh debt check
+  (``GET /v1/memory/stats``) between batches, and a stop as soon as the suggestion is null.
+- :func:`backfill` is the historical backfill behind ``mcp-memoryrouter reflect``: the same
+  transaction repeated until the debt clears or, with ``until_empty``, until checkout
+  answers ``batch_id: null``. It keeps no state of its own: the server holds every lease and
+  every consolidated mark, so a crashed backfill resumes by running it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from mcp_memoryrouter import schemas
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.reflect.batch import BatchResult, NothingFree, consolidate_batch
+from mcp_memoryrouter.reflect.debt import SourceTier, next_tier, tiers_named
+from mcp_memoryrouter.reflect.models import Model
+
+MAX_BATCHES_PER_TRIGGER = 3
+MAX_FAILURES_IN_A_ROW = 3
+
+Stop = Literal[
+    "debt_cleared",  # the server's suggestion no longer asks for this consolidation
+    "batch_limit",  # the run used all the batches it may
+    "nothing_free",  # checkout answered batch_id null
+    "batch_failed",  # a batch was left to expire (a triggered run stops at the first)
+    "no_tier_named",  # the suggestion names no tier this client knows how to consolidate
+]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    batches: tuple[BatchResult, ...]
+    stopped: Stop
+    reflection: schemas.Reflection | None  # the last debt the run saw
+    message: str = ""  # checkout's message when it found nothing free
+
+    @property
+    def failed(self) -> tuple[BatchResult, ...]:
+        return tuple(b for b in self.batches if not b.committed)
+
+
+async def run_triggered(
+    client: VaultClient,
+    model: Model,
+    reflection: schemas.Reflection,
+    *,
+    max_batches: int = MAX_BATCHES_PER_TRIGGER,
+    max_tokens: int | None = None,
+    on_batch: Callable[[BatchResult], None] | None = None,
+) -> RunReport:
+    """Consolidate while the server's suggestion asks for it, at most ``max_batches`` times."""
+    batches: list[BatchResult] = []
+    debt = reflection
+    while True:
+        if debt.suggestion is None:
+            return RunReport(tuple(batches), "debt_cleared", debt)
+        tier = next_tier(debt.suggestion)
+        if tier is None:
+            return RunReport(tuple(batches), "no_tier_named", debt)
+        result = await consolidate_batch(client, model, tier, max_tokens=max_tokens)
+        if isinstance(result, NothingFree):
+            return RunReport(tuple(batches), "nothing_free", debt, result.message)
+        batches.append(result)
+        if on_batch is not None:
+            on_batch(result)
+        if not result.committed:
+            return RunReport(tuple(batches), "batch_failed", debt)
+        if len(batches) >= max_batches:
+            return RunReport(tuple(batches), "batch_limit", result.reflection)
+        debt = (await client.stats()).reflection
+
+
+async def backfill(
+    client: VaultClient,
+    model: Model,
+    tier: SourceTier,
+    *,
+    until_empty: bool = False,
+    max_batches: int | None = None,
+    max_tokens: int | None = None,
+    on_batch: Callable[[BatchResult], None] | None = None,
+) -> RunReport:
+    """Consolidate ``tier`` until its debt clears (or it is empty, with ``until_empty``).
+
+    A failed batch is reported and the loop moves on to the next oldest memories; after
+    three failures in a row the model is clearly not answering and the loop stops.
+    """
+    batches: list[BatchResult] = []
+    debt = (await client.stats()).reflection
+    failures = 0
+    while True:
+        if max_batches is not None and len(batches) >= max_batches:
+            return RunReport(tuple(batches), "batch_limit", debt)
+        if not until_empty and tier not in tiers_named(debt.suggestion):
+            return RunReport(tuple(batches), "debt_cleared", debt)
+        result = await consolidate_batch(client, model, tier, max_tokens=max_tokens)
+        if isinstance(result, NothingFree):
+            return RunReport(tuple(batches), "nothing_free", debt, result.message)
+        batches.append(result)
+        if on_batch is not None:
+            on_batch(result)
+        failures = 0 if result.committed else failures + 1
+        if failures >= MAX_FAILURES_IN_A_ROW:
+            return RunReport(tuple(batches), "batch_failed", debt)
+        if result.reflection is not None:
+            debt = result.reflection
