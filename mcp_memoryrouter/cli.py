@@ -100,3 +100,8 @@ def keys_create(read_only: bool, name: str, as_json: bool) -> None:
     else:
         click.echo(f"vault {ref}\nkey   {key}")
     sys.stdout.flush()
+
+
+from mcp_memoryrouter.reflect.cli import register as register_reflect_commands  # noqa: E402
+
+register_reflect_commands(main)

@@ -53,8 +53,8 @@ class Home:
     def auto_consolidate(self) -> bool:
         """False when ``config.json`` says ``"autoConsolidate": false``.
 
-        A config file that cannot be read also answers False (with :class:`ValueError`
-        naming why, for the log): a broken opt-out must not spend the user's inference.
+        A malformed file raises :class:`ValueError` naming why; callers treat it as an
+        opt-out, since a broken opt-out must not spend the user's inference.
         """
         try:
             text = self.config.read_text(encoding="utf-8")

@@ -111,6 +111,17 @@ def program(tmp_path: Path) -> ModelProgram:
     )
 
 
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """The consolidation directory (``~/.memoryrouter`` in real use)."""
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def clock() -> Seconds:
+    return Seconds()
+
+
 def assert_no_ids(inputs: list[str]) -> None:
     """What a model was shown never holds a memory id or a batch id."""
     assert inputs

@@ -27,16 +27,6 @@ async def client(served: Served) -> AsyncIterator[VaultClient]:
     await client.aclose()
 
 
-@pytest.fixture
-def clock() -> Seconds:
-    return Seconds()
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 async def debt(client: VaultClient) -> schemas.Reflection:
     return (await client.stats()).reflection
 

@@ -9,6 +9,7 @@ import sys
 import httpx2
 import pytest
 
+from mcp_memoryrouter.reflect.batch import BatchResult, consolidate_batch
 from mcp_memoryrouter.reflect.errors import ModelFailure
 from mcp_memoryrouter.reflect.models import (
     ChatModel,
@@ -16,6 +17,8 @@ from mcp_memoryrouter.reflect.models import (
     chat_completions_url,
     model_key_from,
 )
+from tests.reflect.conftest import Served, assert_no_ids
+from tests.reflect.model_program import entries
 
 pytestmark = pytest.mark.anyio
 PYTHON = shlex.quote(sys.executable)
@@ -114,3 +117,24 @@ def test_the_model_key_comes_from_memoryrouter_model_key_then_openai_api_key() -
     assert model_key_from({"OPENAI_API_KEY": "b", "MEMORYROUTER_MODEL_KEY": "a"}) == "a"
     assert model_key_from({"OPENAI_API_KEY": "b"}) == "b"
     assert model_key_from({}) is None
+
+
+async def test_a_chat_endpoint_model_consolidates_a_batch_of_a_real_vault(served: Served) -> None:
+    prompts: list[str] = []
+
+    def provider(request: httpx2.Request) -> httpx2.Response:
+        prompt = json.loads(request.content)["messages"][0]["content"]
+        prompts.append(prompt)
+        return httpx2.Response(
+            200, json=chat_answer(f"```json\n{json.dumps(entries(prompt))}\n```")
+        )
+
+    served.ingest(30)
+    model = ChatModel("http://llm", "m", "k", transport=httpx2.MockTransport(provider))
+    client = served.client()
+    result = await consolidate_batch(client, model, 1)
+    await client.aclose()
+    await model.aclose()
+    assert isinstance(result, BatchResult) and result.committed
+    assert (result.memories, result.reflections) == (30, 3)
+    assert_no_ids(prompts)

@@ -1,0 +1,218 @@
+"""The JSONL archive ``mcp-memoryrouter export`` writes and ``import`` reads: one memory a line.
+
+A raw memory (tier 1, the default); only ``content`` is required, ``role`` defaults to
+``user`` and an undated line is dated when it is received::
+
+    {"id": "…", "tier": 1, "role": "user", "content": "…", "date": "2026-02-01T04:11:09.000Z",
+     "session_id": "…"}
+
+A reflection (tier 2 or 3), with its coverage and the ``id`` of every source line one tier
+below in the same file::
+
+    {"id": "…", "tier": 2, "content": "…", "importance": 7,
+     "covers": {"from": "…", "to": "…"}, "sources": ["…", "…"]}
+
+An ``id`` is a reference inside the file; import gives every memory a new one. Reflections
+with the same tier, sources and coverage were written by one batch, and are recreated
+together. The whole file is read and checked before anything is imported; an error names
+its line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from mcp_memoryrouter import schemas
+from mcp_memoryrouter.errors import InvalidRequest
+
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _check_moment(value: str) -> str:
+    """An ISO date or datetime, as the vault accepts them."""
+    text = value.strip()
+    try:
+        if _DATE_ONLY.match(text):
+            date.fromisoformat(text)
+        else:
+            datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ValueError("must be an ISO date (2026-02-01) or datetime") from exc
+    return value
+
+
+class ArchiveCovers(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+    from_: StrictStr = Field(alias="from")
+    to: StrictStr
+
+    _moments = field_validator("from_", "to")(_check_moment)
+
+
+class ArchiveLine(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: Annotated[StrictStr, Field(min_length=1)] | None = None
+    tier: Literal[1, 2, 3] = 1
+    content: StrictStr
+    role: schemas.Role | None = None
+    date: StrictStr | None = None
+    session_id: schemas.SessionId | None = None
+    importance: schemas.Importance | None = None
+    covers: ArchiveCovers | None = None
+    sources: list[StrictStr] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("date")
+    @classmethod
+    def _moment(cls, value: str | None) -> str | None:
+        return None if value is None else _check_moment(value)
+
+    @model_validator(mode="after")
+    def _fields_of_the_tier(self) -> ArchiveLine:
+        if self.tier == 1:
+            if any(v is not None for v in (self.importance, self.covers, self.sources)):
+                raise ValueError("a tier 1 memory has no importance, covers or sources")
+            return self
+        if any(v is not None for v in (self.role, self.date, self.session_id)):
+            raise ValueError("a reflection has covers instead of role, date or session_id")
+        if self.importance is None:
+            raise ValueError("a reflection needs an importance (an integer from 1 to 10)")
+        if not self.sources and self.covers is None:
+            raise ValueError("a reflection needs sources or covers")
+        return self
+
+
+@dataclass(frozen=True)
+class Numbered:
+    number: int  # 1-based line number in the file
+    line: ArchiveLine
+
+
+@dataclass(frozen=True)
+class ArchivedReflection:
+    number: int
+    id: str | None
+    text: str
+    importance: int
+
+
+@dataclass(frozen=True)
+class ReflectionGroup:
+    """Reflections one batch wrote: same tier, same sources, same coverage."""
+
+    tier: Literal[2, 3]
+    sources: tuple[str, ...]
+    covers: ArchiveCovers | None
+    reflections: tuple[ArchivedReflection, ...]
+
+
+@dataclass(frozen=True)
+class Archive:
+    raw: tuple[Numbered, ...]
+    groups: tuple[ReflectionGroup, ...]  # every tier 2 group before any tier 3 group
+    referenced: frozenset[str]  # ids some reflection names as a source
+
+    @property
+    def size(self) -> int:
+        return len(self.raw) + sum(len(g.reflections) for g in self.groups)
+
+
+def read_archive(lines: Iterable[str]) -> Archive:
+    """Parse and cross-check a whole archive; :class:`InvalidRequest` names the bad line."""
+    parsed = [Numbered(n, _parse(n, text)) for n, text in enumerate(lines, 1) if text.strip()]
+    by_id: dict[str, Numbered] = {}
+    for item in parsed:
+        if item.line.id is not None:
+            earlier = by_id.setdefault(item.line.id, item)
+            if earlier is not item:
+                raise _bad(item.number, f"id {item.line.id!r} is also on line {earlier.number}")
+    groups = _groups([i for i in parsed if i.line.tier > 1], by_id)
+    return Archive(
+        raw=tuple(i for i in parsed if i.line.tier == 1),
+        groups=groups,
+        referenced=frozenset(ref for group in groups for ref in group.sources),
+    )
+
+
+def _parse(number: int, text: str) -> ArchiveLine:
+    try:
+        return ArchiveLine.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise _bad(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise _bad(number, f"{where + ': ' if where else ''}{error['msg']}") from exc
+
+
+def _groups(reflections: list[Numbered], by_id: dict[str, Numbered]) -> tuple[ReflectionGroup, ...]:
+    grouped: dict[tuple[int, tuple[str, ...], ArchiveCovers | None], list[ArchivedReflection]]
+    grouped = {}
+    consolidated_by: dict[str, Numbered] = {}
+    for item in reflections:
+        line = item.line
+        if line.importance is None:  # the line model already refuses this
+            raise _bad(item.number, "a reflection needs an importance")
+        sources = tuple(sorted(set(line.sources or ())))
+        key = (line.tier, sources, line.covers)
+        if key not in grouped:
+            _claim(item, sources, by_id, consolidated_by)
+        reflection = ArchivedReflection(item.number, line.id, line.content, line.importance)
+        grouped.setdefault(key, []).append(reflection)
+    groups = [
+        ReflectionGroup(2 if tier == 2 else 3, sources, covers, tuple(items))
+        for (tier, sources, covers), items in grouped.items()
+    ]
+    return tuple(sorted(groups, key=lambda group: group.tier))
+
+
+def _claim(
+    item: Numbered,
+    sources: tuple[str, ...],
+    by_id: dict[str, Numbered],
+    consolidated_by: dict[str, Numbered],
+) -> None:
+    """Each source must be a memory one tier below, consolidated by one batch only; a raw
+    source needs its date (only a dated message is matched again when it is re-sent)."""
+    for ref in sources:
+        source = by_id.get(ref)
+        if source is None or source.line.tier != item.line.tier - 1:
+            raise _bad(
+                item.number,
+                f"source {ref!r} is not the id of a tier {item.line.tier - 1} line of this file",
+            )
+        if source.line.tier == 1 and source.line.date is None:
+            raise _bad(source.number, "a memory that is the source of a reflection needs a date")
+        earlier = consolidated_by.setdefault(ref, item)
+        if earlier is not item:
+            raise _bad(
+                item.number,
+                f"source {ref!r} is already a source of the reflection on line {earlier.number}",
+            )
+
+
+def _bad(number: int, message: str) -> InvalidRequest:
+    return InvalidRequest(f"line {number}: {message}", {"line": number})

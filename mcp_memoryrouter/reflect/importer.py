@@ -1,0 +1,124 @@
+"""Import an archive (see :mod:`reflect.archive`) into a vault.
+
+Raw memories go through ``POST /v1/memory/ingest`` with their dates and roles, in requests
+of at most 500 messages (and well under the 1 MiB body limit). Reflections are then
+recreated tier by tier with ``POST /v1/memory/import-reflections``, one request per batch
+group, linked to the new ids of their sources and keeping their coverage.
+
+The archive is checked as a whole before the first request. A failure the server reports
+afterwards (an unreachable vault, sources already consolidated because the vault was not
+empty) stops the import where it is: import into an empty vault, and wipe it before
+trying again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from mcp_memoryrouter import schemas
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.reflect.archive import Archive, Numbered, ReflectionGroup
+
+MAX_MESSAGES_PER_REQUEST = 500
+MAX_REQUEST_BYTES = 768 * 1024
+
+
+@dataclass
+class ImportReport:
+    stored: int = 0
+    duplicates: int = 0
+    reflections: dict[int, int] = field(default_factory=lambda: {2: 0, 3: 0})
+
+
+async def import_archive(
+    client: VaultClient, archive: Archive, on_progress: Callable[[int], None] | None = None
+) -> ImportReport:
+    report = ImportReport()
+    new_ids: dict[str, list[str]] = {}  # archive id -> the ids its memory has now
+    for chunk in _chunks(archive.raw):
+        await _ingest(client, chunk, archive.referenced, new_ids, report)
+        if on_progress is not None:
+            on_progress(len(chunk))
+    for group in archive.groups:
+        await _recreate(client, group, new_ids, report)
+        if on_progress is not None:
+            on_progress(len(group.reflections))
+    return report
+
+
+def _message(item: Numbered) -> schemas.MessageIn:
+    line = item.line
+    return schemas.MessageIn(role=line.role or "user", content=line.content, date=line.date)
+
+
+def _chunks(raw: Sequence[Numbered]) -> Iterator[list[Numbered]]:
+    """Consecutive lines of one session, at most 500 messages and ~768 KiB per request."""
+    chunk: list[Numbered] = []
+    size = 0
+    for item in raw:
+        # ASCII-escaped JSON is never shorter than the UTF-8 body actually sent.
+        item_size = len(json.dumps(item.line.content)) + 100
+        if chunk and (
+            len(chunk) >= MAX_MESSAGES_PER_REQUEST
+            or size + item_size > MAX_REQUEST_BYTES
+            or item.line.session_id != chunk[0].line.session_id
+        ):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += item_size
+    if chunk:
+        yield chunk
+
+
+async def _ingest(
+    client: VaultClient,
+    chunk: list[Numbered],
+    referenced: frozenset[str],
+    new_ids: dict[str, list[str]],
+    report: ImportReport,
+) -> None:
+    session = chunk[0].line.session_id
+    done = await client.ingest(
+        schemas.IngestRequest(messages=[_message(i) for i in chunk], session_id=session)
+    )
+    report.stored += done.stored
+    report.duplicates += done.duplicates
+    if len(done.ids) == len(chunk):
+        for item, memory_id in zip(chunk, done.ids, strict=True):
+            if item.line.id is not None:
+                new_ids[item.line.id] = [memory_id]
+        return
+    # The vault split a long message into several units, so ids no longer line up with
+    # lines. Sending a referenced line again alone is a duplicate that answers its ids.
+    for item in chunk:
+        if item.line.id is not None and item.line.id in referenced:
+            again = await client.ingest(
+                schemas.IngestRequest(messages=[_message(item)], session_id=session)
+            )
+            new_ids[item.line.id] = again.ids
+
+
+async def _recreate(
+    client: VaultClient,
+    group: ReflectionGroup,
+    new_ids: dict[str, list[str]],
+    report: ImportReport,
+) -> None:
+    covers = group.covers
+    done = await client.import_reflections(
+        schemas.ImportReflectionsRequest(
+            tier=group.tier,
+            entries=[
+                schemas.EntryIn(text=r.text, importance=r.importance) for r in group.reflections
+            ],
+            source_ids=[memory_id for ref in group.sources for memory_id in new_ids[ref]],
+            covers=None if covers is None else schemas.CoversIn(from_=covers.from_, to=covers.to),
+        )
+    )
+    for reflection, created in zip(group.reflections, done.created, strict=True):
+        if reflection.id is not None:
+            new_ids[reflection.id] = [created.id]
+    report.reflections[group.tier] += len(done.created)

@@ -1,0 +1,90 @@
+"""``mcp-memoryrouter reflect``: a historical backfill against a real server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from click.testing import CliRunner
+
+from mcp_memoryrouter.cli import main
+from mcp_memoryrouter.vault.contract import reflection_contract
+from tests.reflect.conftest import ModelProgram, Served, assert_no_ids
+
+
+def reflect(served: Served, program: ModelProgram, *args: str, **env: str) -> Any:
+    return CliRunner().invoke(
+        main,
+        ["reflect", "--api-url", served.url, "--model-cmd", program.command, "--json", *args],
+        env={"MEMORYROUTER_KEY": served.key, **program.env, **env},
+    )
+
+
+def summaries(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
+def test_backfill_consolidates_5000_raw_memories_to_empty_then_tier_2_into_tier_3(
+    served: Served, program: ModelProgram
+) -> None:
+    raw_ids = served.ingest(5000, chars=80)
+    first = reflect(served, program, "--tier", "1", "--max-batches", "2", "--max-tokens", "20000")
+    assert first.exit_code == 0, first.output
+    assert summaries(first.stdout)[0]["batches"] == 2
+
+    rest = reflect(served, program, "--tier", "1", "--until-empty", "--max-tokens", "20000")
+    assert rest.exit_code == 0, rest.output
+    (tier1,) = summaries(rest.stdout)
+    assert tier1["stopped"] == "nothing_free"
+    assert 2 * 1000 + tier1["memories"] == len(raw_ids)  # resumed where the first run ended
+    stats = served.stats()
+    assert stats["reflection"]["unconsolidated"]["raw"]["units"] == 0
+    assert stats["tiers"]["2"]["count"] == stats["reflection"]["unconsolidated"]["tier2"]["count"]
+
+    top = reflect(served, program, "--tier", "2", "--until-empty")
+    assert top.exit_code == 0, top.output
+    (tier2,) = summaries(top.stdout)
+    assert tier2["memories"] == stats["tiers"]["2"]["count"]
+    final = served.stats()
+    assert final["reflection"]["unconsolidated"]["tier2"]["count"] == 0
+    assert final["tiers"]["3"]["count"] == tier2["reflections"] > 0
+
+    inputs = program.inputs()
+    assert_no_ids(inputs)
+    tier1_inputs = 2 + tier1["batches"]
+    assert all(
+        i.startswith(reflection_contract(1)["instructions"] + "\n\n[")
+        for i in inputs[:tier1_inputs]
+    )
+    assert all(
+        i.startswith(reflection_contract(2)["instructions"] + "\n\n[")
+        for i in inputs[tier1_inputs:]
+    )
+    shown = sum(i.count("\n[2026-") for i in inputs[:tier1_inputs])
+    assert shown == len(raw_ids)  # every memory shown once, as a [date] line
+
+
+def test_without_until_empty_the_backfill_stops_once_the_server_no_longer_suggests_it(
+    served: Served, program: ModelProgram
+) -> None:
+    served.ingest(1400)  # 70,000 tokens: 210 importance equivalent
+    result = reflect(served, program, "--tier", "1", "--max-tokens", "10000")
+    assert result.exit_code == 0, result.output
+    (summary,) = summaries(result.stdout)
+    assert summary["stopped"] == "debt_cleared"
+    assert summary["suggestion"] is None or "raw" not in summary["suggestion"]
+    assert served.stats()["reflection"]["unconsolidated"]["raw"]["importance_equiv"] < 150
+    assert summary["batches"] == 3  # 70,000 - 3 x 10,000 = 40,000 tokens: 120 < 150
+
+
+def test_a_failing_model_makes_reflect_exit_1_and_commits_nothing(
+    served: Served, program: ModelProgram
+) -> None:
+    served.ingest(50)
+    result = reflect(served, program, "--tier", "1", "--until-empty", REFLECT_TEST_MODE="garbage")
+    assert result.exit_code == 1
+    (summary,) = summaries(result.stdout)
+    assert summary["batches"] == 0 and summary["failed_batches"] == 1
+    assert summary["stopped"] == "nothing_free"  # the failed batch is still leased
+    assert served.stats()["tiers"]["2"]["count"] == 0
+    assert "InvalidAnswer" in result.stderr
