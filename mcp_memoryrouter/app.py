@@ -1,5 +1,9 @@
 """Composition root of the server: the vault at /v1, the MCP endpoint at /mcp.
 
+With OAuth on (the default) the same origin is also the authorization server: discovery
+documents, /authorize, /token, /register, /revoke, /jwks.json and the sign-in and consent
+pages. /mcp accepts memory keys and the access tokens that server issues.
+
 Embedded mode: the MCP side calls the vault app in-process through an ASGI transport, so it
 runs the same client code as against a remote API. With ``MEMORYROUTER_API_URL`` set there
 is no local vault: /mcp proxies to that API over the network.
@@ -9,7 +13,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +27,16 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import Mount, Route
-from starlette.types import ASGIApp
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_memoryrouter.auth.access_tokens import AnyOfVerifiers
+from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
+from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
+from mcp_memoryrouter.auth.provider import Lifetimes
 from mcp_memoryrouter.auth.resource import ScopeGate
-from mcp_memoryrouter.auth.scopes import load_policy
+from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy, load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
@@ -58,6 +67,7 @@ class Server:
     app: ASGIApp
     client: VaultClient
     vault_app: Starlette | None
+    oauth: EmbeddedAuthServer | None = None
 
 
 def vault_client(settings: Settings, vault_app: ASGIApp | None) -> VaultClient:
@@ -86,14 +96,42 @@ def local_key(settings: Settings, vault_app: Starlette | None) -> str | None:
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
+    public_host = httpx2.URL(settings.base_url).netloc.decode()
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[*LOOPBACK_HOSTS, *settings.allowed_hosts],
+        allowed_hosts=[*LOOPBACK_HOSTS, public_host, *settings.allowed_hosts],
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*", *settings.cors_origins],
     )
 
 
-def create_server(settings: Settings) -> Server:
+def embedded_oauth(
+    settings: Settings, client: VaultClient, policy: ScopePolicy, clock: Callable[[], float]
+) -> EmbeddedAuthServer:
+    lifetimes = Lifetimes(settings.oauth_access_token_seconds, settings.oauth_refresh_token_seconds)
+    return build_embedded(
+        settings.data_dir,
+        issuer=settings.base_url,
+        resource=settings.base_url + "/mcp",
+        vault=client,
+        policy=policy,
+        lifetimes=lifetimes,
+        clock=clock,
+    )
+
+
+def public_cors(app: ASGIApp, cors: ASGIApp) -> ASGIApp:
+    """Discovery and token endpoints answer any origin themselves; everything else goes
+    through the configured CORS policy."""
+
+    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+        public = scope["type"] == "http" and scope["path"].startswith(PUBLIC_CORS_PREFIXES)
+        await (app if public else cors)(scope, receive, send)
+
+    return dispatch
+
+
+def create_server(settings: Settings, *, clock: Callable[[], float] = time.time) -> Server:
+    """``clock`` (seconds) is what the authorization server issues and checks tokens by."""
     if settings.auth == "none" and not is_loopback(settings.host):
         raise ConfigError(
             "MEMORYROUTER_AUTH=none serves one vault without authentication and only binds to "
@@ -107,21 +145,31 @@ def create_server(settings: Settings) -> Server:
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
+    routes: list[BaseRoute] = []
+    oauth = None
     if settings.auth == "key":
+        resource = settings.base_url + "/mcp"
+        verifier = AnyOfVerifiers(MemoryKeyVerifier(client))
+        metadata_url = None
+        if settings.oauth == "embedded":
+            oauth = embedded_oauth(settings, client, policy, clock)
+            verifier = AnyOfVerifiers(MemoryKeyVerifier(client), oauth.verifier)
+            metadata_url = resource_metadata_url(resource)
+            routes += resource_routes(resource, [oauth.issuer], ALL_SCOPES) + oauth.routes
         endpoint = AuthenticationMiddleware(
-            AuthContextMiddleware(ScopeGate(endpoint, policy)),
-            backend=BearerAuthBackend(MemoryKeyVerifier(client)),
+            AuthContextMiddleware(ScopeGate(endpoint, policy, metadata_url)),
+            backend=BearerAuthBackend(verifier),
         )
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with mcp.session_manager.run():
             yield
+        if oauth is not None:
+            await oauth.aclose()
         await client.aclose()
 
-    routes: list[Route | Mount] = [
-        Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])
-    ]
+    routes.append(Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
     if vault_app is not None:
         routes.append(Mount("/", app=vault_app))
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -132,7 +180,7 @@ def create_server(settings: Settings) -> Server:
         allow_headers=["*"],
         expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
     )
-    return Server(cors, client, vault_app)
+    return Server(public_cors(app, cors), client, vault_app, oauth)
 
 
 def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:

@@ -20,6 +20,9 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=default_data_dir)
     database_url: str | None = None
+    # PostgreSQL connection pool per server process (MEMORYROUTER_DB_POOL_MIN/MAX)
+    db_pool_min: int = Field(default=1, ge=0, le=1000)
+    db_pool_max: int = Field(default=10, ge=1, le=1000)
     lease_seconds: int = Field(default=900, ge=1, le=86_400)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     host: str = "127.0.0.1"
@@ -39,6 +42,16 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(
         default_factory=lambda: ["http://localhost:6274", "http://127.0.0.1:6274"]
     )
+    # OAuth: the embedded authorization server (issuer = public_url), or none (memory keys only)
+    public_url: str | None = None  # e.g. https://memory.example.com; default http://{host}:{port}
+    oauth: Literal["embedded", "off"] = "embedded"
+    oauth_access_token_seconds: int = Field(default=900, ge=30, le=86_400)
+    oauth_refresh_token_seconds: int = Field(default=30 * 86_400, ge=60)
+
+    @property
+    def base_url(self) -> str:
+        """The public origin clients reach this server at, without a trailing slash."""
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
 
     @property
     def sqlite_path(self) -> Path:

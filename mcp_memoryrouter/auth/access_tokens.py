@@ -1,0 +1,82 @@
+"""Verifying bearer tokens on /mcp: this server's JWT access tokens, memory keys, or either.
+
+A JWT names its grant; the grant names the memory key (sealed at rest) the MCP server calls
+the vault with. The key goes into the in-process ``AccessToken.claims``, never on the wire.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+
+from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.signing import GRANT_CLAIM, Signer
+from mcp_memoryrouter.auth.store import AuthStore
+
+
+class GrantTokenVerifier:
+    """A ``TokenVerifier`` for the access tokens the embedded authorization server issues."""
+
+    def __init__(
+        self,
+        signer: Signer,
+        store: AuthStore,
+        sealer: Sealer,
+        *,
+        issuer: str,
+        resource: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._signer = signer
+        self._store = store
+        self._sealer = sealer
+        self.issuer = issuer
+        self.resource = resource
+        self._clock = clock
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if token.count(".") != 2:
+            return None
+        claims = self._signer.verify(
+            token, issuer=self.issuer, audience=self.resource, now=lambda: int(self._clock())
+        )
+        if claims is None:
+            return None
+        grant = self._store.grant(str(claims[GRANT_CLAIM]))
+        if grant is None or grant.revoked or grant.client_id != claims["client_id"]:
+            return None
+        key = self._sealer.unseal(grant.sealed_key)
+        if key is None:
+            return None
+        scopes = [s for s in str(claims.get("scope", "")).split() if s in grant.scopes]
+        return AccessToken(
+            token=token,
+            client_id=str(claims["client_id"]),
+            scopes=scopes,
+            expires_at=int(claims["exp"]),
+            resource=self.resource,
+            subject=str(claims["sub"]),
+            claims={
+                VAULT_KEY_CLAIM: key,
+                VAULT_REF_CLAIM: grant.vault_ref,
+                GRANT_CLAIM: grant.id,
+                "iss": self.issuer,
+            },
+        )
+
+
+class AnyOfVerifiers:
+    """The first verifier that accepts the token wins (memory keys, then JWTs)."""
+
+    def __init__(self, *verifiers: TokenVerifier) -> None:
+        self._verifiers = verifiers
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        for verifier in self._verifiers:
+            found = await verifier.verify_token(token)
+            if found is not None:
+                return found
+        return None

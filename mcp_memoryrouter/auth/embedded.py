@@ -1,0 +1,118 @@
+"""The embedded authorization server, assembled: state, keys, the SDK's OAuth endpoints with
+our provider, discovery documents and the sign-in and consent pages."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.middleware.client_auth import ClientAuthenticator
+from mcp.server.auth.routes import cors_middleware
+from mcp.server.auth.settings import ClientRegistrationOptions
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier
+from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
+from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
+from mcp_memoryrouter.auth.pages import CONSENT_PATH, Pages
+from mcp_memoryrouter.auth.provider import SIGN_IN_PATH, EmbeddedProvider, Lifetimes
+from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
+from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.signing import Signer
+from mcp_memoryrouter.auth.store import AUTH_DB_FILE, AuthStore
+from mcp_memoryrouter.client import VaultClient
+
+# Paths answered with "Access-Control-Allow-Origin: *" (browser-based clients discover and
+# exchange tokens cross-origin); the app's own CORS policy must not shadow them.
+PUBLIC_CORS_PREFIXES = ("/.well-known/", "/token", "/register", "/revoke", "/jwks.json")
+
+
+@dataclass
+class EmbeddedAuthServer:
+    issuer: str
+    provider: EmbeddedProvider
+    verifier: GrantTokenVerifier
+    signer: Signer
+    store: AuthStore
+    routes: list[Route]
+    _http: httpx2.AsyncClient
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+        self.store.close()
+
+
+def build_embedded(
+    data_dir: Path,
+    *,
+    issuer: str,
+    resource: str,
+    vault: VaultClient,
+    policy: ScopePolicy,
+    lifetimes: Lifetimes = Lifetimes(),
+    clock: Callable[[], float] = time.time,
+    http: httpx2.AsyncClient | None = None,
+) -> EmbeddedAuthServer:
+    store = AuthStore(data_dir / AUTH_DB_FILE)
+    signer = Signer.in_dir(data_dir)
+    sealer = Sealer.in_dir(data_dir)
+    http = http or httpx2.AsyncClient()
+    documents = MetadataDocuments(
+        http, allow_loopback=is_loopback_host(httpx2.URL(issuer).host), clock=clock
+    )
+    verifier = GrantTokenVerifier(
+        signer, store, sealer, issuer=issuer, resource=resource, clock=clock
+    )
+    provider = EmbeddedProvider(
+        store, signer, sealer, documents, verifier, lifetimes=lifetimes, clock=clock
+    )
+    pages = Pages(provider, vault, policy.descriptions)
+    authenticator = ClientAuthenticator(provider)
+    registration = ClientRegistrationOptions(
+        enabled=True, valid_scopes=list(ALL_SCOPES), default_scopes=list(ALL_SCOPES)
+    )
+    metadata = authorization_server_metadata(issuer, ALL_SCOPES)
+
+    async def jwks(_: Request) -> JSONResponse:
+        return JSONResponse(signer.jwks(), headers={"Cache-Control": "public, max-age=600"})
+
+    post = ["POST", "OPTIONS"]
+    routes = [
+        json_route("/.well-known/oauth-authorization-server", metadata),
+        json_route("/.well-known/openid-configuration", metadata),  # the alias clients probe
+        Route("/jwks.json", endpoint=cors_middleware(jwks, ["GET", "OPTIONS"]), methods=["GET"]),
+        Route(
+            "/authorize",
+            endpoint=AuthorizationHandler(provider).handle,
+            methods=["GET", "POST"],
+        ),
+        Route(
+            "/token",
+            endpoint=cors_middleware(TokenHandler(provider, authenticator).handle, post),
+            methods=post,
+        ),
+        Route(
+            "/register",
+            endpoint=cors_middleware(RegistrationHandler(provider, registration).handle, post),
+            methods=post,
+        ),
+        Route(
+            "/revoke",
+            endpoint=cors_middleware(RevocationHandler(provider, authenticator).handle, post),
+            methods=post,
+        ),
+        Route(SIGN_IN_PATH, endpoint=pages.sign_in, methods=["GET"]),
+        Route(SIGN_IN_PATH, endpoint=pages.sign_in_post, methods=["POST"]),
+        Route(CONSENT_PATH, endpoint=pages.consent, methods=["GET"]),
+        Route(CONSENT_PATH, endpoint=pages.consent_post, methods=["POST"]),
+    ]
+    return EmbeddedAuthServer(issuer, provider, verifier, signer, store, routes, http)

@@ -1,0 +1,289 @@
+"""The embedded authorization server's provider for the MCP SDK's OAuth handlers.
+
+The SDK handlers parse requests, authenticate clients and check PKCE S256 (RFC 7636 §4.6);
+this provider keeps the state and the rules: every client registered with all scopes (so a
+step-up is not refused at /authorize), the ``resource`` bound into the audience (RFC 8707),
+codes used once (a replay revokes the grant, RFC 6749 §4.1.2), refresh tokens rotated with
+reuse detection (a reuse revokes the family, OAuth 2.1 §4.3.1).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    IdentityAssertionParams,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl
+
+from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier
+from mcp_memoryrouter.auth.clients import (
+    MetadataDocuments,
+    RegisteredClient,
+    check_redirect_uris,
+    full_client,
+    is_metadata_url,
+)
+from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.signing import GRANT_CLAIM, Signer
+from mcp_memoryrouter.auth.store import AuthStore, Grant, PendingRequest
+
+CODE_SECONDS = 60
+REQUEST_SECONDS = 600  # time to sign in and consent
+SIGN_IN_PATH = "/oauth/sign-in"
+
+
+class GrantCode(AuthorizationCode):
+    grant_id: str
+
+
+class GrantRefreshToken(RefreshToken):
+    grant_id: str
+
+
+def canonical_resource(uri: str) -> str:
+    """Lower-case scheme and host, no trailing slash (MCP authorization, canonical URI)."""
+    parts = urlsplit(uri)
+    return urlunsplit(
+        (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")
+    )
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    access_seconds: int = 900
+    refresh_seconds: int = 30 * 86_400
+
+
+class EmbeddedProvider:
+    def __init__(
+        self,
+        store: AuthStore,
+        signer: Signer,
+        sealer: Sealer,
+        documents: MetadataDocuments,
+        verifier: GrantTokenVerifier,
+        *,
+        lifetimes: Lifetimes = Lifetimes(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self._signer = signer
+        self._sealer = sealer
+        self._documents = documents
+        self._verifier = verifier
+        self.issuer = verifier.issuer
+        self.resource = verifier.resource
+        self._lifetimes = lifetimes
+        self.clock = clock
+
+    # clients (RFC 7591, client ID metadata documents) -------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if is_metadata_url(client_id):
+            return await self._documents.fetch(client_id)
+        info = self.store.client(client_id)
+        return None if info is None else full_client(info)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        check_redirect_uris([str(uri) for uri in client_info.redirect_uris or []])
+        info = full_client(client_info.model_dump(mode="json", exclude_none=True))
+        self.store.save_client(info.client_id or "", info.model_dump(mode="json"), self.clock())
+        client_info.scope = info.scope  # the registration response shows every scope
+
+    # authorization ------------------------------------------------------------------------
+
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
+        resource = canonical_resource(params.resource) if params.resource else self.resource
+        if resource != self.resource:
+            raise AuthorizeError("invalid_target", "this server only issues tokens for itself")
+        now = self.clock()
+        request = PendingRequest(
+            id=secrets.token_urlsafe(32),
+            client_id=client.client_id or "",
+            params={
+                "client_name": client.client_name or client.client_id,
+                "scopes": params.scopes or ["memories:read"],
+                "state": params.state,
+                "code_challenge": params.code_challenge,
+                "redirect_uri": str(params.redirect_uri),
+                "explicit": params.redirect_uri_provided_explicitly,
+                "resource": resource,
+            },
+            csrf=secrets.token_urlsafe(32),
+            sealed_key=None,
+            vault_ref=None,
+            allowed=[],
+            expires_at=now + REQUEST_SECONDS,
+        )
+        self.store.delete_request("", now)  # sweep expired requests
+        self.store.save_request(request)
+        return f"{self.issuer}{SIGN_IN_PATH}?request={request.id}"
+
+    def approve(self, request: PendingRequest, scopes: list[str]) -> str:
+        """The consent was given: create the grant and its code; the client's redirect."""
+        assert request.sealed_key is not None and request.vault_ref is not None
+        now = self.clock()
+        grant = Grant(
+            id=secrets.token_urlsafe(16),
+            client_id=request.client_id,
+            vault_ref=request.vault_ref,
+            sealed_key=request.sealed_key,
+            scopes=scopes,
+            resource=request.params["resource"],
+            revoked=False,
+        )
+        self.store.save_grant(grant, now)
+        code = secrets.token_urlsafe(32)
+        self.store.save_code(
+            code,
+            grant.id,
+            request.params["redirect_uri"],
+            request.params["explicit"],
+            request.params["code_challenge"],
+            now + CODE_SECONDS,
+        )
+        self.store.delete_request(request.id, now)
+        return self.redirect(request, code=code)
+
+    def deny(self, request: PendingRequest) -> str:
+        self.store.delete_request(request.id, self.clock())
+        return self.redirect(request, error="access_denied")
+
+    def redirect(self, request: PendingRequest, **params: str) -> str:
+        # RFC 9207: iss in every authorization response
+        return construct_redirect_uri(
+            request.params["redirect_uri"], **params, state=request.params["state"], iss=self.issuer
+        )
+
+    def seal(self, key: str) -> str:
+        return self._sealer.seal(key)
+
+    # codes and tokens ---------------------------------------------------------------------
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> GrantCode | None:
+        row = self.store.code(authorization_code)
+        if row is None or row.grant.client_id != client.client_id:
+            return None
+        if row.used:
+            self.store.revoke_grant(row.grant.id)  # a replayed code revokes what it issued
+            return None
+        if row.grant.revoked:
+            return None
+        return GrantCode(
+            code=authorization_code,
+            scopes=row.grant.scopes,
+            expires_at=row.expires_at,
+            client_id=row.grant.client_id,
+            code_challenge=row.code_challenge,
+            redirect_uri=AnyUrl(row.redirect_uri),
+            redirect_uri_provided_explicitly=row.explicit,
+            resource=row.grant.resource,
+            subject=row.grant.vault_ref,
+            grant_id=row.grant.id,
+        )
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: GrantCode
+    ) -> OAuthToken:
+        if not self.store.use_code(authorization_code.code):
+            self.store.revoke_grant(authorization_code.grant_id)
+            raise TokenError("invalid_grant", "authorization code already used")
+        grant = self.store.grant(authorization_code.grant_id)
+        assert grant is not None
+        return self._issue(grant, grant.scopes)
+
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> GrantRefreshToken | None:
+        row = self.store.refresh(refresh_token)
+        if row is None or row.grant.client_id != client.client_id:
+            return None
+        if row.used:
+            self.store.revoke_grant(row.grant.id)  # reuse of a rotated token: revoke the family
+            return None
+        if row.grant.revoked or row.expires_at <= self.clock():
+            return None
+        return GrantRefreshToken(
+            token=refresh_token,
+            client_id=row.grant.client_id,
+            scopes=row.scopes,
+            expires_at=int(row.expires_at),
+            resource=row.grant.resource,
+            subject=row.grant.vault_ref,
+            grant_id=row.grant.id,
+        )
+
+    async def exchange_refresh_token(
+        self,
+        client: OAuthClientInformationFull,
+        refresh_token: GrantRefreshToken,
+        scopes: list[str],
+    ) -> OAuthToken:
+        if not self.store.use_refresh(refresh_token.token):
+            self.store.revoke_grant(refresh_token.grant_id)
+            raise TokenError("invalid_grant", "refresh token already used")
+        grant = self.store.grant(refresh_token.grant_id)
+        assert grant is not None
+        return self._issue(grant, [s for s in scopes if s in grant.scopes])
+
+    def _issue(self, grant: Grant, scopes: list[str]) -> OAuthToken:
+        now = int(self.clock())
+        access = self._signer.sign(
+            {
+                "iss": self.issuer,
+                "sub": grant.vault_ref,
+                "aud": grant.resource,
+                "client_id": grant.client_id,
+                "scope": " ".join(scopes),
+                "iat": now,
+                "exp": now + self._lifetimes.access_seconds,
+                "jti": secrets.token_urlsafe(16),
+                GRANT_CLAIM: grant.id,
+            }
+        )
+        refresh = secrets.token_urlsafe(32)
+        self.store.save_refresh(
+            refresh, grant.id, grant.scopes, now + self._lifetimes.refresh_seconds
+        )
+        return OAuthToken(
+            access_token=access,
+            token_type="Bearer",
+            expires_in=self._lifetimes.access_seconds,
+            scope=" ".join(scopes),
+            refresh_token=refresh,
+        )
+
+    async def exchange_identity_assertion(
+        self, client: OAuthClientInformationFull, params: IdentityAssertionParams
+    ) -> OAuthToken:
+        raise TokenError("unsupported_grant_type", "identity assertions are not accepted")
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        return await self._verifier.verify_token(token)
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        """RFC 7009: revoking either token revokes the grant, and so every token from it."""
+        if isinstance(token, GrantRefreshToken):
+            self.store.revoke_grant(token.grant_id)
+        elif isinstance(token, AccessToken) and token.claims:
+            self.store.revoke_grant(str(token.claims[GRANT_CLAIM]))
+
+
+__all__ = ["EmbeddedProvider", "Lifetimes", "RegisteredClient", "canonical_resource"]

@@ -1,0 +1,283 @@
+"""Persistent state of the embedded authorization server in its own SQLite file.
+
+Tables: registered clients, pending authorization requests (between /authorize and the
+consent), authorization codes, grants (what a user consented to, bound to a sealed memory
+key) and refresh tokens. Codes and refresh tokens are stored as SHA-256 digests only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+AUTH_DB_FILE = "auth.sqlite3"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS clients (
+    client_id TEXT PRIMARY KEY,
+    info TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS requests (
+    id TEXT PRIMARY KEY,
+    client_id TEXT NOT NULL,
+    params TEXT NOT NULL,
+    csrf TEXT NOT NULL,
+    sealed_key TEXT,
+    vault_ref TEXT,
+    allowed TEXT,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS grants (
+    id TEXT PRIMARY KEY,
+    client_id TEXT NOT NULL,
+    vault_ref TEXT NOT NULL,
+    sealed_key TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    revoked INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS codes (
+    digest TEXT PRIMARY KEY,
+    grant_id TEXT NOT NULL REFERENCES grants(id),
+    redirect_uri TEXT NOT NULL,
+    explicit INTEGER NOT NULL,
+    code_challenge TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    used INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS refresh_tokens (
+    digest TEXT PRIMARY KEY,
+    grant_id TEXT NOT NULL REFERENCES grants(id),
+    scopes TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    used INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class PendingRequest:
+    id: str
+    client_id: str
+    params: dict[str, Any]
+    csrf: str
+    sealed_key: str | None
+    vault_ref: str | None
+    allowed: list[str]  # the scopes the signed-in key may grant
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class Grant:
+    id: str
+    client_id: str
+    vault_ref: str
+    sealed_key: str
+    scopes: list[str]
+    resource: str
+    revoked: bool
+
+
+@dataclass(frozen=True)
+class CodeRow:
+    grant: Grant
+    redirect_uri: str
+    explicit: bool
+    code_challenge: str
+    expires_at: float
+    used: bool
+
+
+@dataclass(frozen=True)
+class RefreshRow:
+    grant: Grant
+    scopes: list[str]
+    expires_at: float
+    used: bool
+
+
+class AuthStore:
+    """One connection behind a lock: the writes are tiny and rare."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
+        path.chmod(0o600)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _one(self, sql: str, *args: Any) -> sqlite3.Row | None:
+        with self._lock:
+            row: sqlite3.Row | None = self._db.execute(sql, args).fetchone()
+            return row
+
+    def _run(self, sql: str, *args: Any) -> int:
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
+
+    # clients ------------------------------------------------------------------------------
+
+    def save_client(self, client_id: str, info: dict[str, Any], now: float) -> None:
+        self._run(
+            "INSERT OR REPLACE INTO clients VALUES (?, ?, ?)", client_id, json.dumps(info), now
+        )
+
+    def client(self, client_id: str) -> dict[str, Any] | None:
+        row = self._one("SELECT info FROM clients WHERE client_id = ?", client_id)
+        return None if row is None else dict(json.loads(row["info"]))
+
+    def delete_client(self, client_id: str) -> None:
+        self._run("DELETE FROM clients WHERE client_id = ?", client_id)
+        self._run("UPDATE grants SET revoked = 1 WHERE client_id = ?", client_id)
+
+    # pending authorization requests -------------------------------------------------------
+
+    def save_request(self, request: PendingRequest) -> None:
+        self._run(
+            "INSERT OR REPLACE INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            request.id,
+            request.client_id,
+            json.dumps(request.params),
+            request.csrf,
+            request.sealed_key,
+            request.vault_ref,
+            json.dumps(request.allowed),
+            request.expires_at,
+        )
+
+    def request(self, request_id: str, now: float) -> PendingRequest | None:
+        row = self._one("SELECT * FROM requests WHERE id = ? AND expires_at > ?", request_id, now)
+        if row is None:
+            return None
+        return PendingRequest(
+            row["id"],
+            row["client_id"],
+            json.loads(row["params"]),
+            row["csrf"],
+            row["sealed_key"],
+            row["vault_ref"],
+            json.loads(row["allowed"] or "[]"),
+            row["expires_at"],
+        )
+
+    def delete_request(self, request_id: str, now: float) -> None:
+        self._run("DELETE FROM requests WHERE id = ? OR expires_at <= ?", request_id, now)
+
+    # grants, codes, refresh tokens --------------------------------------------------------
+
+    def save_grant(self, grant: Grant, now: float) -> None:
+        self._run(
+            "INSERT INTO grants VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+            grant.id,
+            grant.client_id,
+            grant.vault_ref,
+            grant.sealed_key,
+            " ".join(grant.scopes),
+            grant.resource,
+            now,
+        )
+
+    def grant(self, grant_id: str) -> Grant | None:
+        row = self._one("SELECT * FROM grants WHERE id = ?", grant_id)
+        return None if row is None else _grant(row)
+
+    def revoke_grant(self, grant_id: str) -> None:
+        """Revoke a grant and with it every token issued from it (the refresh-token family)."""
+        self._run("UPDATE grants SET revoked = 1 WHERE id = ?", grant_id)
+
+    def save_code(
+        self,
+        code: str,
+        grant_id: str,
+        redirect_uri: str,
+        explicit: bool,
+        challenge: str,
+        exp: float,
+    ) -> None:
+        self._run(
+            "INSERT INTO codes VALUES (?, ?, ?, ?, ?, ?, 0)",
+            digest(code),
+            grant_id,
+            redirect_uri,
+            int(explicit),
+            challenge,
+            exp,
+        )
+
+    def code(self, code: str) -> CodeRow | None:
+        row = self._one(
+            "SELECT c.redirect_uri, c.explicit, c.code_challenge, c.expires_at AS code_exp, "
+            "c.used, g.* FROM codes c JOIN grants g ON g.id = c.grant_id WHERE c.digest = ?",
+            digest(code),
+        )
+        if row is None:
+            return None
+        return CodeRow(
+            _grant(row),
+            row["redirect_uri"],
+            bool(row["explicit"]),
+            row["code_challenge"],
+            row["code_exp"],
+            bool(row["used"]),
+        )
+
+    def use_code(self, code: str) -> bool:
+        """Mark a code used; False when it already was (a replay)."""
+        return (
+            self._run("UPDATE codes SET used = 1 WHERE digest = ? AND used = 0", digest(code)) == 1
+        )
+
+    def save_refresh(self, token: str, grant_id: str, scopes: list[str], exp: float) -> None:
+        self._run(
+            "INSERT INTO refresh_tokens VALUES (?, ?, ?, ?, 0)",
+            digest(token),
+            grant_id,
+            " ".join(scopes),
+            exp,
+        )
+
+    def refresh(self, token: str) -> RefreshRow | None:
+        row = self._one(
+            "SELECT r.scopes AS token_scopes, r.expires_at AS token_exp, r.used, g.* "
+            "FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.digest = ?",
+            digest(token),
+        )
+        if row is None:
+            return None
+        return RefreshRow(
+            _grant(row), row["token_scopes"].split(), row["token_exp"], bool(row["used"])
+        )
+
+    def use_refresh(self, token: str) -> bool:
+        """Mark a refresh token used (rotation); False when it already was (a reuse)."""
+        sql = "UPDATE refresh_tokens SET used = 1 WHERE digest = ? AND used = 0"
+        return self._run(sql, digest(token)) == 1
+
+
+def _grant(row: sqlite3.Row) -> Grant:
+    return Grant(
+        row["id"],
+        row["client_id"],
+        row["vault_ref"],
+        row["sealed_key"],
+        row["scopes"].split(),
+        row["resource"],
+        bool(row["revoked"]),
+    )
