@@ -1,0 +1,108 @@
+"""``import`` and ``export``: a whole vault as JSONL (see :mod:`reflect.archive`) and back."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import click
+
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.errors import MemoryRouterError
+from mcp_memoryrouter.reflect.archive import Archive, read_archive
+from mcp_memoryrouter.reflect.cli.options import vault_failure, vault_options
+from mcp_memoryrouter.reflect.export import export_vault
+from mcp_memoryrouter.reflect.importer import ImportReport, import_archive
+
+
+@click.command("import")
+@vault_options
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def import_command(api_url: str, key: str, file: Path, as_json: bool) -> None:
+    """Import a JSONL file: raw messages, or a whole vault written by `export`.
+
+    Each line is {"content": ..., "role"?: ..., "date"?: ..., "session_id"?: ...}; lines
+    from `export` also carry tier, importance, covers and sources, and their reflections
+    are recreated with their lineage. The whole file is checked first: a bad line stops
+    the import before anything is sent, naming the line. Import into an empty vault.
+    """
+    archive = _read(file)
+
+    async def run() -> ImportReport:
+        client = VaultClient(api_url, key)
+        try:
+            length = max(archive.size, 1)
+            with click.progressbar(length=length, label="import", file=sys.stderr) as bar:
+                return await import_archive(client, archive, on_progress=bar.update)
+        finally:
+            await client.aclose()
+
+    try:
+        report = anyio.run(run)
+    except MemoryRouterError as exc:
+        raise vault_failure(exc) from exc
+    if as_json:
+        reflections = {str(tier): n for tier, n in report.reflections.items()}
+        body = {"stored": report.stored, "duplicates": report.duplicates}
+        click.echo(json.dumps({**body, "reflections": reflections}))
+    else:
+        click.echo(
+            f"imported {report.stored} memories ({report.duplicates} duplicates), "
+            f"{report.reflections[2]} tier 2 and {report.reflections[3]} tier 3 reflections"
+        )
+
+
+def _read(file: Path) -> Archive:
+    try:
+        with file.open(encoding="utf-8") as lines:
+            return read_archive(lines)
+    except MemoryRouterError as exc:
+        raise click.ClickException(f"{file}: {exc.message}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"cannot read {file}: {type(exc).__name__}: {exc}") from exc
+
+
+@click.command()
+@vault_options
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write here (replaced only once the export is complete) instead of stdout.",
+)
+def export(api_url: str, key: str, output: Path | None) -> None:
+    """Export the whole vault, every tier with its lineage, as JSONL that `import` reads."""
+
+    async def run(write: Callable[[str], object]) -> int:
+        client = VaultClient(api_url, key)
+        try:
+            total = (await client.stats()).total_memories
+            with click.progressbar(length=max(total, 1), label="export", file=sys.stderr) as bar:
+                return await export_vault(client, write, on_row=lambda: bar.update(1))
+        finally:
+            await client.aclose()
+
+    try:
+        written = anyio.run(run, sys.stdout.write) if output is None else _to_file(run, output)
+    except MemoryRouterError as exc:
+        raise vault_failure(exc) from exc
+    click.echo(f"exported {written} memories{f' to {output}' if output else ''}", err=True)
+
+
+def _to_file(run: Callable[[Callable[[str], object]], Awaitable[int]], output: Path) -> int:
+    """Write beside ``output`` and move it into place only once the export is complete."""
+    partial = output.with_name(output.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as sink:
+            written = anyio.run(run, sink.write)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, output)
+    return written
