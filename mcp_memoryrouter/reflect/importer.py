@@ -5,10 +5,10 @@ of at most 500 messages (and well under the 1 MiB body limit). Reflections are t
 recreated tier by tier with ``POST /v1/memory/import-reflections``, one request per batch
 group, linked to the new ids of their sources and keeping their coverage.
 
-The archive is checked as a whole before the first request. A failure the server reports
-afterwards (an unreachable vault, sources already consolidated because the vault was not
-empty) stops the import where it is: import into an empty vault, and wipe it before
-trying again.
+The archive is checked as a whole (and every message against the request size) before
+the first request. A failure the server reports afterwards (an unreachable vault, sources
+already consolidated because the vault was not empty) stops the import where it is: import
+into an empty vault, and wipe it before trying again.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.reflect.archive import Archive, Numbered, ReflectionGroup
 
 MAX_MESSAGES_PER_REQUEST = 500
@@ -35,6 +36,12 @@ class ImportReport:
 async def import_archive(
     client: VaultClient, archive: Archive, on_progress: Callable[[int], None] | None = None
 ) -> ImportReport:
+    for item in archive.raw:
+        if _size(item) > MAX_REQUEST_BYTES:
+            raise InvalidRequest(
+                f"line {item.number}: the message is too large to send in one request",
+                {"line": item.number},
+            )
     report = ImportReport()
     new_ids: dict[str, list[str]] = {}  # archive id -> the ids its memory has now
     for chunk in _chunks(archive.raw):
@@ -53,13 +60,18 @@ def _message(item: Numbered) -> schemas.MessageIn:
     return schemas.MessageIn(role=line.role or "user", content=line.content, date=line.date)
 
 
+def _size(item: Numbered) -> int:
+    """An upper bound of the message's share of a request body: ASCII-escaped JSON is never
+    shorter than the UTF-8 actually sent; 100 bytes cover role, date and punctuation."""
+    return len(json.dumps(item.line.content)) + 100
+
+
 def _chunks(raw: Sequence[Numbered]) -> Iterator[list[Numbered]]:
     """Consecutive lines of one session, at most 500 messages and ~768 KiB per request."""
     chunk: list[Numbered] = []
     size = 0
     for item in raw:
-        # ASCII-escaped JSON is never shorter than the UTF-8 body actually sent.
-        item_size = len(json.dumps(item.line.content)) + 100
+        item_size = _size(item)
         if chunk and (
             len(chunk) >= MAX_MESSAGES_PER_REQUEST
             or size + item_size > MAX_REQUEST_BYTES

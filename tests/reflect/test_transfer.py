@@ -191,3 +191,12 @@ def test_a_long_source_split_by_the_vault_keeps_lineage_to_every_unit(
         "from": "2026-02-02T00:00:00.000Z",
         "to": "2026-02-02T00:00:00.000Z",
     }
+
+
+def test_a_message_too_large_for_one_request_is_refused_before_anything_is_sent(
+    served: Served, tmp_path: Path
+) -> None:
+    lines = [{"content": "Fine.", "date": "2026-02-01"}, {"content": "x" * 900_000}]
+    result = run(served, "import", str(write_lines(tmp_path / "in.jsonl", *lines)))
+    assert result.exit_code == 1 and "line 2" in result.output
+    assert served.stats()["total_memories"] == 0

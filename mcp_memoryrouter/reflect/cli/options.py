@@ -31,7 +31,7 @@ def vault_options(command: F) -> F:
         envvar="MEMORYROUTER_KEY",
         required=True,
         show_envvar=True,
-        help="The memory key of the vault (read-write).",
+        help="The memory key of the vault (read-write to consolidate or import).",
     )(command)
     return click.option(
         "--api-url",
