@@ -11,7 +11,6 @@ from pathlib import Path
 import httpx2
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.revoke import RevocationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.client_auth import ClientAuthenticator
 from mcp.server.auth.routes import cors_middleware
@@ -25,6 +24,7 @@ from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
 from mcp_memoryrouter.auth.pages import CONSENT_PATH, Pages
 from mcp_memoryrouter.auth.provider import SIGN_IN_PATH, EmbeddedProvider, Lifetimes
+from mcp_memoryrouter.auth.revocation import RevocationEndpoint
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
 from mcp_memoryrouter.auth.sealing import Sealer
 from mcp_memoryrouter.auth.signing import Signer
@@ -107,7 +107,7 @@ def build_embedded(
         ),
         Route(
             "/revoke",
-            endpoint=cors_middleware(RevocationHandler(provider, authenticator).handle, post),
+            endpoint=cors_middleware(RevocationEndpoint(provider, authenticator).handle, post),
             methods=post,
         ),
         Route(SIGN_IN_PATH, endpoint=pages.sign_in, methods=["GET"]),

@@ -1,0 +1,271 @@
+"""A real uvicorn on loopback whose public URL is known before it starts (the issuer and the
+token audience depend on it), a clock the authorization server reads, and a browser stand-in
+that submits the sign-in and consent forms the way a browser would."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import pytest
+import uvicorn
+from starlette.types import ASGIApp
+
+from mcp_memoryrouter.app import Server, create_server
+from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.vault.service import VaultService
+
+REDIRECT_URI = "http://127.0.0.1:7777/callback"
+
+
+class Clock:
+    """Real time plus an offset a test can move forward."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+@dataclass
+class OAuthServer:
+    base: str  # the issuer
+    server: Server
+    service: VaultService
+    key: str
+    clock: Clock
+
+    @property
+    def mcp_url(self) -> str:
+        return self.base + "/mcp"
+
+    def vault_of(self, key: str) -> str:
+        response = httpx2.get(
+            self.base + "/v1/keys/current", headers={"Authorization": f"Bearer {key}"}
+        )
+        vault: str = response.json()["vault"]
+        return vault
+
+    def new_key(self, *, read_only: bool = False) -> str:
+        key, _ = self.service.create_vault(read_only=read_only)
+        return key
+
+
+@contextmanager
+def serve(app: ASGIApp, sock: socket.socket) -> Iterator[None]:
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start within 10 s"
+        time.sleep(0.01)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@contextmanager
+def oauth_server_at(data_dir: Path) -> Iterator[OAuthServer]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    clock = Clock()
+    config = Settings(data_dir=data_dir, embeddings="none", public_url=base)
+    server = create_server(config, clock=clock)
+    assert server.vault_app is not None
+    service: VaultService = server.vault_app.state.service
+    key, _ = service.create_vault()
+    with serve(server.app, sock):
+        yield OAuthServer(base, server, service, key, clock)
+
+
+@pytest.fixture
+def oauth_server(tmp_path: Path) -> Iterator[OAuthServer]:
+    with oauth_server_at(tmp_path) as server:
+        yield server
+
+
+class FormReader(HTMLParser):
+    """The hidden fields and scope checkboxes of a page's form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: dict[str, str] = {}
+        self.scopes: list[str] = []
+        self.disabled: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag != "input":
+            return
+        if a.get("type") == "hidden" and a.get("name"):
+            self.fields[str(a["name"])] = a.get("value") or ""
+        elif a.get("type") == "checkbox":
+            if "disabled" in a:
+                self.disabled.append(str(a.get("id")))
+            elif a.get("name") == "scope":
+                self.scopes.append(str(a.get("value")))
+
+
+def read_form(html: str) -> FormReader:
+    reader = FormReader()
+    reader.feed(html)
+    return reader
+
+
+@dataclass
+class Browser:
+    """Follows the authorization server's pages with one cookie jar, like a browser."""
+
+    key: str
+    untick: set[str] = field(default_factory=set)
+    decision: str = "allow"
+    http: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=30))
+    consent_scopes: list[str] = field(default_factory=list)  # what the last consent offered
+
+    async def authorize(self, url: str) -> dict[str, str]:
+        """Open the authorization URL, sign in, consent; the callback's query parameters."""
+        response = await self.http.get(url)
+        assert response.status_code == 302, response.text
+        sign_in = await self.http.get(response.headers["location"])
+        assert sign_in.status_code == 200, sign_in.text
+        form = read_form(sign_in.text)
+        posted = await self.http.post(
+            str(sign_in.url.copy_with(query=None)),
+            data={**form.fields, "memory_key": self.key},
+        )
+        assert posted.status_code == 303, posted.text
+        consent = await self.http.get(str(posted.url.join(posted.headers["location"])))
+        assert consent.status_code == 200, consent.text
+        form = read_form(consent.text)
+        self.consent_scopes = form.scopes
+        data: dict[str, str | list[str]] = {
+            **form.fields,
+            "scope": [s for s in form.scopes if s not in self.untick],
+            "decision": self.decision,
+        }
+        done = await self.http.post(str(consent.url.copy_with(query=None)), data=data)
+        assert done.status_code == 303, done.text
+        location = done.headers["location"]
+        assert location.startswith(REDIRECT_URI.rsplit(":", 1)[0])
+        return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+def pkce() -> tuple[str, str]:
+    """(verifier, S256 challenge)."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def register(server: OAuthServer, redirect_uris: list[str] | None = None) -> str:
+    response = httpx2.post(
+        server.base + "/register",
+        json={
+            "client_name": "Raw test client",
+            "redirect_uris": redirect_uris or [REDIRECT_URI],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "scope": "memories:read",
+        },
+    )
+    assert response.status_code == 201, response.text
+    client_id: str = response.json()["client_id"]
+    return client_id
+
+
+def authorize_url(server: OAuthServer, client_id: str, challenge: str, **extra: str) -> str:
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT_URI,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "st4te",
+        "scope": "memories:read memories:write",
+        "resource": server.mcp_url,
+        **extra,
+    }
+    return str(httpx2.URL(server.base + "/authorize", params=params))
+
+
+def exchange(server: OAuthServer, client_id: str, code: str, verifier: str) -> httpx2.Response:
+    return httpx2.post(
+        server.base + "/token",
+        data={
+            "grant_type": "authorization_code",
+            "client_id": client_id,
+            "code": code,
+            "code_verifier": verifier,
+            "redirect_uri": REDIRECT_URI,
+            "resource": server.mcp_url,
+        },
+    )
+
+
+def refresh(
+    server: OAuthServer, client_id: str, token: str, scope: str | None = None
+) -> httpx2.Response:
+    data = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": token}
+    if scope is not None:
+        data["scope"] = scope
+    return httpx2.post(server.base + "/token", data=data)
+
+
+async def grant_tokens(
+    server: OAuthServer, key: str | None = None, **extra: str
+) -> tuple[str, dict[str, Any]]:
+    """Register, authorize through the pages, exchange: (client_id, token response)."""
+    client_id = register(server)
+    verifier, challenge = pkce()
+    browser = Browser(key or server.key)
+    try:
+        callback = await browser.authorize(authorize_url(server, client_id, challenge, **extra))
+    finally:
+        await browser.aclose()
+    response = exchange(server, client_id, callback["code"], verifier)
+    assert response.status_code == 200, response.text
+    return client_id, response.json()
+
+
+def call_mcp(server: OAuthServer, token: str, tool: str, **arguments: Any) -> httpx2.Response:
+    return httpx2.post(
+        server.mcp_url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        },
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+        timeout=30,
+    )

@@ -1,0 +1,133 @@
+"""The whole OAuth flow with the MCP SDK's own OAuth client against a real uvicorn:
+discovery, registration, authorization with sign-in and consent, tokens, tool calls, and a
+403 step-up from a read-only grant to a wider one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from mcp.types import CallToolResult
+from pydantic import AnyUrl
+
+from tests.auth.conftest import REDIRECT_URI, Browser, OAuthServer
+
+pytestmark = pytest.mark.anyio
+
+
+class MemoryStorage:
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class Flow:
+    """An OAuthClientProvider whose browser is :class:`Browser`."""
+
+    def __init__(self, server: OAuthServer, browser: Browser) -> None:
+        self.browser = browser
+        self.storage = MemoryStorage()
+        self.callbacks: list[dict[str, str]] = []
+        self.authorize_urls: list[str] = []
+        self.provider = OAuthClientProvider(
+            server_url=server.mcp_url,
+            client_metadata=OAuthClientMetadata(
+                client_name="Flow test",
+                redirect_uris=[AnyUrl(REDIRECT_URI)],
+                grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"],
+                token_endpoint_auth_method="none",
+            ),
+            storage=self.storage,
+            redirect_handler=self.redirect,
+            callback_handler=self.callback,
+        )
+
+    async def redirect(self, url: str) -> None:
+        self.authorize_urls.append(url)
+        self.callbacks.append(await self.browser.authorize(url))
+
+    async def callback(self) -> AuthorizationCodeResult:
+        last = self.callbacks[-1]
+        return AuthorizationCodeResult(code=last["code"], state=last.get("state"), iss=last["iss"])
+
+    @asynccontextmanager
+    async def client(self, server: OAuthServer) -> AsyncIterator[Client]:
+        async with (
+            httpx2.AsyncClient(auth=self.provider, timeout=30) as http,
+            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+        ):
+            yield client
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def test_discovery_registration_consent_and_tool_calls_with_the_sdk_client(
+    oauth_server: OAuthServer,
+) -> None:
+    browser = Browser(oauth_server.key)
+    flow = Flow(oauth_server, browser)
+    try:
+        async with flow.client(oauth_server) as client:
+            status = ok(await client.call_tool("memory_status", {}))
+            assert status["granted_scopes"] == ["memories:read"]
+            assert status["vault"] == oauth_server.vault_of(oauth_server.key)
+    finally:
+        await browser.aclose()
+    assert len(flow.callbacks) == 1
+    assert flow.callbacks[0]["iss"] == oauth_server.base
+    assert flow.storage.client is not None and flow.storage.client.client_id
+    assert (
+        "resource=" in flow.authorize_urls[0]
+        and "code_challenge_method=S256" in (flow.authorize_urls[0])
+    )
+    tokens = flow.storage.tokens
+    assert tokens is not None and tokens.refresh_token and tokens.expires_in == 900
+    assert oauth_server.key not in tokens.access_token  # the key never leaves the server
+
+
+async def test_a_read_only_grant_steps_up_on_403_and_the_retried_call_succeeds(
+    oauth_server: OAuthServer,
+) -> None:
+    browser = Browser(oauth_server.key)
+    flow = Flow(oauth_server, browser)
+    try:
+        async with flow.client(oauth_server) as client:
+            ok(await client.call_tool("search_memories", {"query": "anything"}))
+            assert browser.consent_scopes == ["memories:read"]
+            deleted = ok(await client.call_tool("delete_memories", {"ids": ["nothing"]}))
+            assert browser.consent_scopes == ["memories:read", "memories:delete"]
+            status = ok(await client.call_tool("memory_status", {}))
+    finally:
+        await browser.aclose()
+    assert deleted is not None
+    assert status["granted_scopes"] == ["memories:delete", "memories:read"]
+    assert len(flow.callbacks) == 2  # one consent, then one step-up
