@@ -35,7 +35,7 @@ from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthSer
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
 from mcp_memoryrouter.auth.provider import Lifetimes
-from mcp_memoryrouter.auth.resource import ScopeGate
+from mcp_memoryrouter.auth.resource import InBandChallenge, ScopeGate
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy, load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
@@ -155,6 +155,7 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
             oauth = embedded_oauth(settings, client, policy, clock)
             verifier = AnyOfVerifiers(MemoryKeyVerifier(client), oauth.verifier)
             metadata_url = resource_metadata_url(resource)
+            mcp.middleware.append(InBandChallenge(metadata_url))
             routes += resource_routes(resource, [oauth.issuer], ALL_SCOPES) + oauth.routes
         endpoint = AuthenticationMiddleware(
             AuthContextMiddleware(ScopeGate(endpoint, policy, metadata_url)),

@@ -9,14 +9,20 @@ token lacks the scope ``scopes.yaml`` names is answered HTTP 403 with
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.types import CallToolResult
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.auth.scopes import ScopePolicy
 
 MAX_BODY = 4 * 1024 * 1024  # the MCP SDK's own request limit
+# The in-tool backstop's message; ``InBandChallenge`` recognises it in an isError result.
+INSUFFICIENT_SCOPE = "insufficient_scope: this tool needs the {scope} scope"
+_INSUFFICIENT = re.compile(r"^insufficient_scope: this tool needs the (memories:[a-z]+) scope$")
 
 
 def challenge(error: str, description: str, scope: str | None, metadata_url: str | None) -> str:
@@ -139,3 +145,28 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+class InBandChallenge:
+    """MCP server middleware: a tool call refused by the in-tool scope backstop carries the
+    challenge in ``_meta["mcp/www_authenticate"]`` too, the signal ChatGPT reads to run its
+    OAuth linking again (OpenAI Apps SDK, "Triggering authentication from a tool")."""
+
+    def __init__(self, metadata_url: str) -> None:
+        self.metadata_url = metadata_url
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method != "tools/call" or not isinstance(result, CallToolResult):
+            return result
+        if not result.is_error or len(result.content) != 1:
+            return result
+        match = _INSUFFICIENT.match(getattr(result.content[0], "text", ""))
+        if match is None:
+            return result
+        description = f"this call needs the {match.group(1)} scope"
+        header = challenge("insufficient_scope", description, match.group(1), self.metadata_url)
+        meta = {**(result.meta or {}), "mcp/www_authenticate": [header]}
+        return result.model_copy(update={"meta": meta})

@@ -14,6 +14,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.exceptions import ToolError
 
 from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.resource import INSUFFICIENT_SCOPE
 from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
 from mcp_memoryrouter.client import VaultClient
 
@@ -27,7 +28,7 @@ class VaultBinding:
     def require(self, scope: Scope) -> None:
         """The in-tool backstop of the HTTP scope gate."""
         if scope not in self.scopes:
-            raise ToolError(f"insufficient_scope: this tool needs the {scope} scope")
+            raise ToolError(INSUFFICIENT_SCOPE.format(scope=scope))
 
 
 Resolver = Callable[[], Awaitable[VaultBinding]]
