@@ -28,6 +28,7 @@ def test_backfill_consolidates_5000_raw_memories_to_empty_then_tier_2_into_tier_
     served: Served, program: ModelProgram
 ) -> None:
     raw_ids = served.ingest(5000, chars=80)
+    program.env["REFLECT_TEST_GROUP"] = "50"  # 20 reflections per batch of 1,000 memories
     first = reflect(served, program, "--tier", "1", "--max-batches", "2", "--max-tokens", "20000")
     assert first.exit_code == 0, first.output
     assert summaries(first.stdout)[0]["batches"] == 2
@@ -44,7 +45,8 @@ def test_backfill_consolidates_5000_raw_memories_to_empty_then_tier_2_into_tier_
     top = reflect(served, program, "--tier", "2", "--until-empty")
     assert top.exit_code == 0, top.output
     (tier2,) = summaries(top.stdout)
-    assert tier2["memories"] == stats["tiers"]["2"]["count"]
+    assert tier2["memories"] == stats["tiers"]["2"]["count"] == 100
+    assert tier2["batches"] > 1
     final = served.stats()
     assert final["reflection"]["unconsolidated"]["tier2"]["count"] == 0
     assert final["tiers"]["3"]["count"] == tier2["reflections"] > 0
