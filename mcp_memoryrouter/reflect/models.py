@@ -105,7 +105,7 @@ class ChatModel:
         body = {"model": self._model, "messages": [{"role": "user", "content": prompt}]}
         try:
             response = await self._http.post(self._url, json=body, headers=self._headers)
-        except httpx2.HTTPError as exc:
+        except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
             raise ModelFailure(
                 f"cannot reach the model at {self._url}: {type(exc).__name__}: {exc}"
             ) from exc

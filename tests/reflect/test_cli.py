@@ -31,6 +31,7 @@ def test_help_explains_each_consolidation_command(command: str) -> None:
     [
         ["--model-cmd", "x", "--model-url", "http://llm", "--model", "m"],
         ["--model-url", "http://llm"],
+        ["--model-url", "llm.example", "--model", "m"],
         [],
         ["--model-cmd", "'unbalanced"],
         ["--model-cmd", "x", "--tier", "3"],

@@ -59,6 +59,8 @@ class ModelSpec:
     def check(self) -> None:
         if (self.command is None) == (self.url is None):
             raise click.UsageError("give exactly one of --model-cmd and --model-url")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise click.UsageError("--model-url must be an http:// or https:// URL")
         if self.url is not None and not self.name:
             raise click.UsageError("--model-url needs --model NAME")
         if self.command is not None:
