@@ -5,12 +5,58 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Vault, make_vault
+from mcp_memoryrouter.vault.store.postgres import PostgresStore
+from tests import pg
+from tests.support import AnyStore, StoreFactory, Vault, make_vault, sqlite_store
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: the PostgreSQL leg of a store contract test")
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[Vault]:
-    v = make_vault(tmp_path)
+def store_backend() -> str:
+    """Which store ``vault`` and ``new_store`` open; tests/vault runs every test on both."""
+    return "sqlite"
+
+
+@pytest.fixture(scope="session")
+def postgres_databases() -> Iterator[pg.Databases]:
+    """One PostgreSQL server per session (see ``tests/pg.py``)."""
+    if not pg.available():
+        pytest.skip("no PostgreSQL for the store tests (MEMORYROUTER_TEST_POSTGRES)")
+    try:
+        with pg.server() as url:
+            databases = pg.Databases(url)
+            yield databases
+            databases.close()
+    except Exception as exc:  # starting a server can fail in many ways; say which
+        if pg.wanted():
+            raise
+        pytest.skip(f"PostgreSQL unavailable: {type(exc).__name__}")
+
+
+@pytest.fixture
+def new_store(store_backend: str, request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+    """A factory of fresh, empty stores of the test's backend."""
+    if store_backend == "sqlite":
+        yield sqlite_store
+        return
+    databases: pg.Databases = request.getfixturevalue("postgres_databases")
+    urls: list[str] = []
+
+    def postgres_store(tmp_path: Path) -> AnyStore:
+        urls.append(databases.create())
+        return PostgresStore(urls[-1], pool_min=0, pool_max=4)
+
+    yield postgres_store
+    for url in urls:
+        databases.release(url)
+
+
+@pytest.fixture
+def vault(tmp_path: Path, new_store: StoreFactory) -> Iterator[Vault]:
+    v = make_vault(tmp_path, store=new_store)
     yield v
     v.http.close()
     v.store.close()

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import psycopg
 import uvicorn
 from fastapi import FastAPI
 from starlette.testclient import TestClient
@@ -21,9 +23,17 @@ from mcp_memoryrouter.vault.app import create_vault_app
 from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00.000Z
+
+AnyStore = SQLiteStore | PostgresStore
+StoreFactory = Callable[[Path], AnyStore]  # the test's tmp_path -> a fresh, empty store
+
+
+def sqlite_store(tmp_path: Path) -> AnyStore:
+    return SQLiteStore(tmp_path / "vault.sqlite3")
 
 
 class FakeClock:
@@ -41,7 +51,7 @@ class FakeClock:
 class Vault:
     app: FastAPI
     service: VaultService
-    store: SQLiteStore
+    store: AnyStore
     clock: FakeClock
     http: TestClient
     key: str
@@ -52,6 +62,47 @@ class Vault:
 
     def post(self, path: str, body: Any, key: str | None = None) -> Any:
         return self.http.post(path, json=body, headers=self.headers(key))
+
+    @property
+    def kind(self) -> str:
+        """The store kind /healthz reports."""
+        return "sqlite" if isinstance(self.store, SQLiteStore) else "postgresql"
+
+    def sql(self, statement: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Read the store's tables directly (``?`` placeholders on either backend)."""
+        if isinstance(self.store, SQLiteStore):
+            conn = sqlite3.connect(self.store._path)
+            try:
+                return conn.execute(statement, params).fetchall()
+            finally:
+                conn.close()
+        with psycopg.connect(self.store.url) as pg:
+            return pg.execute(statement.replace("?", "%s").encode(), params).fetchall()
+
+    def dump(self) -> str:
+        """Every row of every table as text."""
+        if isinstance(self.store, SQLiteStore):
+            conn = sqlite3.connect(self.store._path)
+            try:
+                return "\n".join(conn.iterdump())
+            finally:
+                conn.close()
+        tables = self.sql("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return "\n".join(
+            str(row) for (table,) in tables for row in self.sql(f'SELECT * FROM "{table}"')
+        )
+
+    def lexical_rows(self) -> int:
+        """Entries left in the lexical index (FTS5 table; tsvectors on PostgreSQL)."""
+        if isinstance(self.store, SQLiteStore):
+            return int(self.sql("SELECT count(*) FROM memories_fts")[0][0])
+        return int(self.sql("SELECT count(*) FROM memories WHERE tsv <> ''::tsvector")[0][0])
+
+    def reopen(self) -> AnyStore:
+        """A second store over the same database, as a restarted process would open."""
+        if isinstance(self.store, SQLiteStore):
+            return SQLiteStore(self.store._path)
+        return PostgresStore(self.store.url, pool_min=0, pool_max=2)
 
     def new_key(self, read_only: bool = False) -> str:
         key, _ = self.service.create_vault(read_only=read_only)
@@ -72,27 +123,29 @@ def make_vault(
     lease_seconds: int = 900,
     max_body_bytes: int = 1_048_576,
     embedders: Embedders | None = None,
+    store: StoreFactory = sqlite_store,
 ) -> Vault:
-    """An in-process vault on a real SQLite file; its embedding worker runs only when a test
-    calls ``vault.worker.drain()``."""
+    """An in-process vault on a real store (a SQLite file unless ``store`` makes another);
+    its embedding worker runs only when a test calls ``vault.worker.drain()``."""
     settings = Settings(
         data_dir=tmp_path, lease_seconds=lease_seconds, max_body_bytes=max_body_bytes
     )
     clock = FakeClock()
-    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    opened = store(tmp_path)
     embedders = embedders or Embedders({}, "none")
-    worker = EmbeddingWorker(store, embedders)
+    worker = EmbeddingWorker(opened, embedders)
     service = VaultService(
-        store,
+        opened,
         clock=clock,
         lease_seconds=lease_seconds,
         embedders=embedders,
         on_write=worker.wake,
     )
-    app = create_vault_app(settings, service=service)
+    kind = "sqlite" if isinstance(opened, SQLiteStore) else "postgresql"
+    app = create_vault_app(settings, service=service, store_kind=kind)
     key, _ = service.create_vault()
     http = TestClient(app, raise_server_exceptions=False)
-    return Vault(app, service, store, clock, http, key, worker)
+    return Vault(app, service, opened, clock, http, key, worker)
 
 
 @contextmanager

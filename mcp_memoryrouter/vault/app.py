@@ -26,6 +26,12 @@ def system_clock() -> int:
 def open_store(settings: Settings) -> tuple[Store, str]:
     """The store the settings name, and its kind for /healthz."""
     url = settings.database_url
+    if url and url.startswith(("postgresql://", "postgres://")):
+        # Imported here: psycopg is the optional ``postgres`` extra, SQLite needs nothing.
+        from mcp_memoryrouter.vault.store.postgres import PostgresStore
+
+        store = PostgresStore(url, pool_min=settings.db_pool_min, pool_max=settings.db_pool_max)
+        return store, "postgresql"
     if url and not url.startswith("sqlite:///"):
         raise ValueError(f"unsupported MEMORYROUTER_DATABASE_URL scheme: {url.split(':', 1)[0]}")
     path = settings.sqlite_path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import sqlite3
 from typing import Any
 
 from mcp_memoryrouter.vault.debt import debt_block
@@ -13,19 +12,17 @@ from tests.support import Vault
 
 def recount(vault: Vault) -> dict[str, Any]:
     """The debt block computed the slow way, by scanning every row of the vault."""
-    conn = sqlite3.connect(vault.store._path)
-    raw = conn.execute(
+    raw = vault.sql(
         "SELECT count(*), coalesce(sum(tokens), 0) FROM memories m JOIN keys k "
         "ON k.vault_id = m.vault_id WHERE tier = 1 AND consolidated = 0 AND k.hash = ?",
         (_hash(vault.key),),
-    ).fetchone()
-    t2 = conn.execute(
+    )[0]
+    t2 = vault.sql(
         "SELECT count(*), coalesce(sum(importance), 0), coalesce(sum(tokens), 0) FROM memories m "
         "JOIN keys k ON k.vault_id = m.vault_id "
         "WHERE tier = 2 AND consolidated = 0 AND k.hash = ?",
         (_hash(vault.key),),
-    ).fetchone()
-    conn.close()
+    )[0]
     return debt_block(Counters(raw[0], raw[1], t2[0], t2[1], t2[2]))
 
 
@@ -42,10 +39,7 @@ def current(vault: Vault) -> dict[str, Any]:
 
 
 def all_ids(vault: Vault, tier: int) -> list[str]:
-    conn = sqlite3.connect(vault.store._path)
-    ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE tier = ?", (tier,))]
-    conn.close()
-    return ids
+    return [r[0] for r in vault.sql("SELECT id FROM memories WHERE tier = ?", (tier,))]
 
 
 def test_debt_matches_a_full_recount_after_every_write(vault: Vault) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,7 @@ from tests.vault.test_keys_api import assert_envelope
 
 
 def rows(vault: Vault) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(vault.store._path)
-    found = conn.execute(
-        "SELECT role, content, date_from, session_id, tier FROM memories ORDER BY seq"
-    ).fetchall()
-    conn.close()
-    return found
+    return vault.sql("SELECT role, content, date_from, session_id, tier FROM memories ORDER BY seq")
 
 
 def test_ingest_answers_202_with_ids_and_the_debt_block(vault: Vault) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import httpx2
 import pytest
 
@@ -54,9 +52,7 @@ def test_x_memory_key_wins_over_authorization_and_x_api_key(vault: Vault) -> Non
 
 
 def test_keys_are_stored_only_as_hashes(vault: Vault, tmp_path: object) -> None:
-    conn = sqlite3.connect(vault.store._path)
-    dump = "\n".join(conn.iterdump())
-    conn.close()
+    dump = vault.dump()
     assert vault.key not in dump
     assert vault.key[3:] not in dump
 

@@ -181,7 +181,7 @@ def test_usage_window_must_be_ordered(vault: Vault) -> None:
 
 def test_health_and_openapi_are_public(vault: Vault) -> None:
     health = vault.http.get("/healthz").json()
-    assert health["status"] == "ok" and health["store"] == "sqlite"
+    assert health["status"] == "ok" and health["store"] == vault.kind
     spec = vault.http.get("/openapi.json").json()
     assert "/v1/memory/consolidate/checkout" in spec["paths"]
 
@@ -192,10 +192,8 @@ def test_unknown_routes_and_methods_use_the_envelope(vault: Vault) -> None:
 
 
 def test_reopening_the_store_keeps_data_and_reapplies_no_migration(vault: Vault) -> None:
-    from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-
     vault.ingest("kept across restarts")
-    again = SQLiteStore(vault.store._path)
+    again = vault.reopen()
     try:
         assert again.schema_version == vault.store.schema_version >= 1
         assert again.vault_count() == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,12 +10,12 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.support import Vault, live_server, make_vault
+from tests.support import StoreFactory, Vault, live_server, make_vault
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Vault, str]]:
-    vault = make_vault(tmp_path)
+def served(tmp_path: Path, new_store: StoreFactory) -> Iterator[tuple[Vault, str]]:
+    vault = make_vault(tmp_path, store=new_store)
     with live_server(vault.app) as url:
         yield vault, url
     vault.store.close()
@@ -71,10 +70,7 @@ def reflect_until_empty(
 
 
 def lineage_pairs(vault: Vault) -> set[tuple[str, str]]:
-    conn = sqlite3.connect(vault.store._path)
-    pairs = {(p, c) for p, c in conn.execute("SELECT parent_id, child_id FROM lineage")}
-    conn.close()
-    return pairs
+    return {(p, c) for p, c in vault.sql("SELECT parent_id, child_id FROM lineage")}
 
 
 def test_full_loop_consolidates_every_raw_memory_exactly_once(served: tuple[Vault, str]) -> None:

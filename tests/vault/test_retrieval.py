@@ -3,7 +3,6 @@ exact indexes after deletes, prepare."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,16 @@ from mcp_memoryrouter.vault.embeddings import Embedders, LocalMiniLM, OpenAIComp
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from tests.support import FakeClock, Vault, make_vault
+from tests.support import FakeClock, StoreFactory, Vault, make_vault
 from tests.vault.embedders import ConceptEmbedder, OtherSpace
 from tests.vault.test_consolidation_api import checkout, commit
 from tests.vault.test_keys_api import assert_envelope
 
 
 @pytest.fixture
-def hybrid(tmp_path: Path) -> Iterator[Vault]:
+def hybrid(tmp_path: Path, new_store: StoreFactory) -> Iterator[Vault]:
     embedders = Embedders({"concepts": ConceptEmbedder, "other": OtherSpace}, "concepts")
-    vault = make_vault(tmp_path, embedders=embedders)
+    vault = make_vault(tmp_path, embedders=embedders, store=new_store)
     yield vault
     vault.http.close()
     vault.store.close()
@@ -119,12 +118,8 @@ def test_deletes_and_wipes_leave_no_trace_in_any_index(hybrid: Vault) -> None:
     assert search(hybrid, "germany")[0]["id"] == ids[1]
     hybrid.http.delete("/v1/memory", headers=hybrid.headers())
     assert search(hybrid, "germany") == [] and search(hybrid, "kitten") == []
-    conn = sqlite3.connect(hybrid.store._path)
-    counts = [
-        conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-        for t in ("vectors", "embed_queue", "memories_fts")
-    ]
-    conn.close()
+    counts = [hybrid.sql(f"SELECT count(*) FROM {t}")[0][0] for t in ("vectors", "embed_queue")]
+    counts.append(hybrid.lexical_rows())
     assert counts == [0, 0, 0]
 
 

@@ -1,0 +1,447 @@
+"""The scale-out store: PostgreSQL through psycopg 3 and a connection pool.
+
+Any number of stateless server replicas share one database. Every use case is one
+transaction; leases, idempotency, the embedding queue and the debt counters all live in
+rows, so no replica keeps state another one needs. Statements are never prepared
+(``prepare_threshold=None``): a cached generic plan would pin the vector search to one path
+whatever the filter (see :mod:`.postgres_vectors`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.dating import date_words
+from mcp_memoryrouter.vault.domain import (
+    Batch,
+    CommitOutcome,
+    Counters,
+    Created,
+    DeleteOutcome,
+    EmptyCheckout,
+    Entry,
+    KeyRecord,
+    Lineage,
+    NewRaw,
+    ScoredMemory,
+    SearchFilter,
+    SourceTier,
+    Stats,
+    Tier,
+    TierTotals,
+    UsageEvent,
+    UsageLine,
+)
+from mcp_memoryrouter.vault.store import postgres_reflect, postgres_vectors, postgres_window
+from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS, filter_sql
+from mcp_memoryrouter.vault.store.postgres_schema import migrate
+from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
+from mcp_memoryrouter.vault.tiers import Selection
+from mcp_memoryrouter.vault.vectors import Pending
+from mcp_memoryrouter.vault.window import Order, Page
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+T = TypeVar("T")
+_RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
+
+
+class PostgresStore:
+    def __init__(
+        self, url: str, *, pool_min: int = 1, pool_max: int = 10, timeout: float = 30.0
+    ) -> None:
+        self.url = url
+        try:
+            self.schema_version = migrate(url)
+            self._pool: ConnectionPool[Conn] = ConnectionPool(
+                url,
+                min_size=pool_min,
+                max_size=max(pool_min, pool_max),
+                timeout=timeout,
+                kwargs={"prepare_threshold": None},
+                name="memoryrouter",
+                open=True,
+            )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
+        self._indexed: set[tuple[str, int]] = set()
+        self._index_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _run(self, work: Callable[[Conn], T]) -> T:
+        """Run ``work`` in one transaction: committed when it returns, rolled back when it
+        raises; retried whole after a deadlock or a serialization failure."""
+        for attempt in range(_RETRIES):
+            try:
+                with self._pool.connection() as conn:
+                    return work(conn)
+            except pg_errors.TransactionRollback as exc:
+                if attempt == _RETRIES - 1:
+                    raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
+            except (psycopg.Error, PoolTimeout) as exc:
+                raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
+        raise AssertionError("unreachable")
+
+    # --- vaults and keys ---------------------------------------------------------------
+
+    def create_vault(self, vault_id: str, ref: str, now_ms: int) -> None:
+        self._run(
+            lambda c: c.execute(
+                "INSERT INTO vaults (id, ref, created_ms) VALUES (%s, %s, %s)",
+                (vault_id, ref, now_ms),
+            )
+        )
+
+    def add_key(
+        self, key_hash: str, vault_id: str, name: str, read_only: bool, now_ms: int
+    ) -> None:
+        self._run(
+            lambda c: c.execute(
+                "INSERT INTO keys (hash, vault_id, name, read_only, created_ms) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (key_hash, vault_id, name, int(read_only), now_ms),
+            )
+        )
+
+    def find_key(self, key_hash: str) -> KeyRecord | None:
+        row = self._run(
+            lambda c: c.execute(
+                "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms FROM keys k "
+                "JOIN vaults v ON v.id = k.vault_id WHERE k.hash = %s",
+                (key_hash,),
+            ).fetchone()
+        )
+        return None if row is None else KeyRecord(row[0], row[1], row[2], bool(row[3]), row[4])
+
+    def vault_count(self) -> int:
+        row = self._run(lambda c: c.execute("SELECT count(*) FROM vaults").fetchone())
+        return int(row[0]) if row else 0
+
+    # --- raw memories ------------------------------------------------------------------
+
+    def ingest(
+        self, vault_id: str, rows: Sequence[NewRaw], embed_model: str | None
+    ) -> tuple[list[str], int, int]:
+        def work(conn: Conn) -> tuple[list[str], int, int]:
+            ids: list[str] = []
+            new_seqs: list[int] = []
+            tokens = 0
+            for row in rows:
+                inserted = conn.execute(
+                    "INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, "
+                    "date_to, session_id, dedup, created_ms, dated) "
+                    "VALUES (%s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING RETURNING seq",
+                    (
+                        row.id,
+                        vault_id,
+                        row.role,
+                        row.content,
+                        row.tokens,
+                        row.date_ms,
+                        row.date_ms,
+                        row.session_id,
+                        row.dedup,
+                        row.created_ms,
+                        date_words(row.date_ms, row.date_ms),
+                    ),
+                ).fetchone()
+                if inserted is not None:
+                    new_seqs.append(inserted[0])
+                    ids.append(row.id)
+                    tokens += row.tokens
+                    continue
+                existing = conn.execute(
+                    "SELECT id FROM memories WHERE vault_id = %s AND dedup = %s",
+                    (vault_id, row.dedup),
+                ).fetchone()
+                assert existing is not None
+                ids.append(existing[0])
+            stored = len(new_seqs)
+            conn.execute(
+                "UPDATE vaults SET raw_units = raw_units + %s, raw_tokens = raw_tokens + %s, "
+                "n1 = n1 + %s, tok1 = tok1 + %s WHERE id = %s",
+                (stored, tokens, stored, tokens, vault_id),
+            )
+            postgres_vectors.enqueue(conn, embed_model, new_seqs)
+            return ids, stored, tokens
+
+        return self._run(work)
+
+    def counters(self, vault_id: str) -> Counters:
+        row = self._run(
+            lambda c: c.execute(
+                "SELECT raw_units, raw_tokens, t2_count, t2_importance, t2_tokens "
+                "FROM vaults WHERE id = %s",
+                (vault_id,),
+            ).fetchone()
+        )
+        assert row is not None
+        return Counters(*row)
+
+    def search_lexical(
+        self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
+    ) -> list[ScoredMemory]:
+        if not terms:
+            return []
+        # Any of the terms, like the SQLite store's OR-query; websearch_to_tsquery never
+        # fails on user text. ts_rank_cd is "higher is better", as the fusion expects.
+        query = " or ".join(terms)
+        conditions, params = filter_sql(where)
+        statement = (
+            f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.tsv, q) AS rank "
+            "FROM memories m, websearch_to_tsquery('english', %s) q "
+            f"WHERE m.tsv @@ q AND m.vault_id = %s{conditions} "
+            "ORDER BY rank DESC, m.seq LIMIT %s"
+        )
+        rows = self._run(
+            lambda c: c.execute(statement, [query, vault_id, *params, limit]).fetchall()
+        )
+        return [ScoredMemory(memory_from_row(r), float(r[10])) for r in rows]
+
+    def date_page(
+        self, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int
+    ) -> Page:
+        return self._run(
+            lambda c: postgres_window.date_page(c, vault_id, start, end, order, where, budget)
+        )
+
+    # --- consolidation -----------------------------------------------------------------
+
+    def checkout(
+        self,
+        vault_id: str,
+        tier: SourceTier,
+        rule: Selection,
+        batch_id: str,
+        now_ms: int,
+        lease_until_ms: int,
+        session_id: str | None,
+    ) -> Batch | EmptyCheckout:
+        return self._run(
+            lambda c: postgres_reflect.checkout(
+                c, vault_id, tier, rule, batch_id, now_ms, lease_until_ms, session_id
+            )
+        )
+
+    def commit(
+        self,
+        vault_id: str,
+        batch_id: str,
+        entries: Sequence[Entry],
+        now_ms: int,
+        embed_model: str | None,
+    ) -> CommitOutcome:
+        return self._run(
+            lambda c: postgres_reflect.commit(c, vault_id, batch_id, entries, now_ms, embed_model)
+        )
+
+    def import_reflections(
+        self,
+        vault_id: str,
+        tier: Tier,
+        entries: Sequence[Entry],
+        source_ids: Sequence[str],
+        covers: tuple[int, int] | None,
+        now_ms: int,
+        embed_model: str | None,
+    ) -> list[Created]:
+        return self._run(
+            lambda c: postgres_reflect.import_reflections(
+                c, vault_id, tier, entries, source_ids, covers, now_ms
+            )
+        )
+
+    def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
+        return self._run(
+            lambda c: postgres_reflect.read_lineage(c, vault_id, memory_id, offset, limit)
+        )
+
+    # --- vectors -----------------------------------------------------------------------
+
+    def queued_models(self) -> list[str]:
+        return self._run(postgres_vectors.queued_models)
+
+    def take_embed_batch(self, model: str, limit: int) -> list[Pending]:
+        return self._run(lambda c: postgres_vectors.take(c, model, limit))
+
+    def put_vectors(
+        self, model: str, pending: Sequence[Pending], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        self._run(lambda c: postgres_vectors.put(c, model, pending, vectors))
+
+    def search_vectors(
+        self,
+        vault_id: str,
+        model: str,
+        dim: int,
+        query: npt.NDArray[np.float32],
+        k: int,
+        where: SearchFilter,
+    ) -> list[ScoredMemory]:
+        with self._index_lock:
+            if (model, dim) not in self._indexed:
+                self._run(lambda c: postgres_vectors.ensure_index(c, model, dim))
+                self._indexed.add((model, dim))
+        return self._run(
+            lambda c: postgres_vectors.search(c, vault_id, model, dim, query, k, where)
+        )
+
+    def pending_embeddings(self, vault_id: str) -> int:
+        return self._run(lambda c: postgres_vectors.pending_count(c, vault_id))
+
+    # --- deletion ----------------------------------------------------------------------
+
+    def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome:
+        def work(conn: Conn) -> list[tuple[Any, ...]]:
+            # One statement removes the rows; their tsvector goes with them and the cascades
+            # take their vectors and queue entries, all in this transaction.
+            rows = conn.execute(
+                "DELETE FROM memories WHERE vault_id = %s AND id = ANY(%s) "
+                "RETURNING seq, id, tier, tokens, importance, consolidated",
+                (vault_id, sorted(set(ids))),
+            ).fetchall()
+            if rows:
+                conn.execute(
+                    "DELETE FROM lineage WHERE parent_id = ANY(%s)", ([r[1] for r in rows],)
+                )
+                _subtract_counters(conn, vault_id, rows)
+            return rows
+
+        rows = self._run(work)
+        return DeleteOutcome(len(ids), len(rows), len(ids) - len(rows), sum(r[3] for r in rows))
+
+    def wipe(self, vault_id: str) -> int:
+        def work(conn: Conn) -> int:
+            count = conn.execute("DELETE FROM memories WHERE vault_id = %s", (vault_id,)).rowcount
+            conn.execute("DELETE FROM lineage WHERE vault_id = %s", (vault_id,))
+            conn.execute(
+                "DELETE FROM batch_sources WHERE batch_id IN "
+                "(SELECT id FROM batches WHERE vault_id = %s)",
+                (vault_id,),
+            )
+            conn.execute("DELETE FROM batches WHERE vault_id = %s", (vault_id,))
+            conn.execute(
+                "UPDATE vaults SET raw_units = 0, raw_tokens = 0, t2_count = 0, "
+                "t2_importance = 0, t2_tokens = 0, n1 = 0, tok1 = 0, n2 = 0, tok2 = 0, "
+                "imp2 = 0, n3 = 0, tok3 = 0, imp3 = 0 WHERE id = %s",
+                (vault_id,),
+            )
+            return count
+
+        return self._run(work)
+
+    # --- stats and usage ---------------------------------------------------------------
+
+    def stats(self, vault_id: str) -> Stats:
+        def work(conn: Conn) -> Stats:
+            v = conn.execute(
+                "SELECT ref, raw_units, raw_tokens, t2_count, t2_importance, t2_tokens, "
+                "n1, tok1, n2, tok2, imp2, n3, tok3, imp3 FROM vaults WHERE id = %s",
+                (vault_id,),
+            ).fetchone()
+            assert v is not None
+            oldest = conn.execute(
+                "SELECT date_from FROM memories WHERE vault_id = %s ORDER BY date_from LIMIT 1",
+                (vault_id,),
+            ).fetchone()
+            newest = conn.execute(
+                "SELECT date_from FROM memories WHERE vault_id = %s "
+                "ORDER BY date_from DESC LIMIT 1",
+                (vault_id,),
+            ).fetchone()
+            totals = {
+                1: TierTotals(v[6], v[7], 0),
+                2: TierTotals(v[8], v[9], v[10]),
+                3: TierTotals(v[11], v[12], v[13]),
+            }
+            return Stats(
+                v[0],
+                totals,
+                oldest[0] if oldest else None,
+                newest[0] if newest else None,
+                Counters(*v[1:6]),
+            )
+
+        return self._run(work)
+
+    def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None:
+        if not events:
+            return
+
+        def work(conn: Conn) -> None:
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO usage_events (vault_id, at_ms, endpoint, kind, tokens, "
+                    "session_id) VALUES (%s, %s, %s, %s, %s, %s)",
+                    [
+                        (vault_id, now_ms, e.endpoint, e.kind, e.tokens, e.session_id)
+                        for e in events
+                    ],
+                )
+
+        self._run(work)
+
+    def usage(self, vault_id: str, from_ms: int, to_ms: int) -> list[UsageLine]:
+        rows = self._run(
+            lambda c: c.execute(
+                "SELECT endpoint, kind, session_id, count(*), sum(tokens)::bigint "
+                "FROM usage_events WHERE vault_id = %s AND at_ms BETWEEN %s AND %s "
+                "GROUP BY endpoint, kind, session_id "
+                'ORDER BY endpoint COLLATE "C", kind COLLATE "C", '
+                'session_id COLLATE "C" NULLS FIRST',
+                (vault_id, from_ms, to_ms),
+            ).fetchall()
+        )
+        return [UsageLine(*row) for row in rows]
+
+
+def _subtract_counters(conn: Conn, vault_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Take deleted rows (seq, id, tier, tokens, importance, consolidated) off the counters."""
+    count = {1: 0, 2: 0, 3: 0}
+    tokens = {1: 0, 2: 0, 3: 0}
+    importance = {1: 0, 2: 0, 3: 0}
+    open_count = {1: 0, 2: 0}
+    open_tokens = {1: 0, 2: 0}
+    open_importance = {1: 0, 2: 0}
+    for _, _, tier, row_tokens, row_importance, consolidated in rows:
+        count[tier] += 1
+        tokens[tier] += row_tokens
+        importance[tier] += row_importance or 0
+        if tier < 3 and not consolidated:
+            open_count[tier] += 1
+            open_tokens[tier] += row_tokens
+            open_importance[tier] += row_importance or 0
+    conn.execute(
+        "UPDATE vaults SET raw_units = raw_units - %s, raw_tokens = raw_tokens - %s, "
+        "t2_count = t2_count - %s, t2_importance = t2_importance - %s, "
+        "t2_tokens = t2_tokens - %s, n1 = n1 - %s, tok1 = tok1 - %s, n2 = n2 - %s, "
+        "tok2 = tok2 - %s, imp2 = imp2 - %s, n3 = n3 - %s, tok3 = tok3 - %s, imp3 = imp3 - %s "
+        "WHERE id = %s",
+        (
+            open_count[1],
+            open_tokens[1],
+            open_count[2],
+            open_importance[2],
+            open_tokens[2],
+            count[1],
+            tokens[1],
+            count[2],
+            tokens[2],
+            importance[2],
+            count[3],
+            tokens[3],
+            importance[3],
+            vault_id,
+        ),
+    )
