@@ -1,0 +1,86 @@
+"""A real browser (Debian's chromium driven by Playwright) signs in, unticks a scope on the
+consent page, and the token it gets lacks that scope. Skipped only where /usr/bin/chromium is
+absent; `.ci/run` installs it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Route, sync_playwright
+
+from tests.auth.conftest import (
+    REDIRECT_URI,
+    OAuthServer,
+    authorize_url,
+    call_mcp,
+    exchange,
+    pkce,
+    register,
+)
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's /usr/bin/chromium")
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def test_a_browser_signs_in_unticks_a_scope_and_the_token_lacks_it(
+    oauth_server: OAuthServer, browser: Browser
+) -> None:
+    client_id = register(oauth_server)
+    verifier, challenge = pkce()
+    url = authorize_url(
+        oauth_server, client_id, challenge, scope="memories:read memories:write memories:delete"
+    )
+    callbacks: list[str] = []
+
+    def callback(route: Route) -> None:
+        callbacks.append(route.request.url)
+        route.fulfill(status=200, content_type="text/plain", body="connected")
+
+    page = browser.new_page()
+    page.route(REDIRECT_URI.rsplit("/", 1)[0] + "/**", callback)
+    page.goto(url)
+    assert page.title() == "Sign in"
+    page.get_by_label("Memory key").fill(oauth_server.key)
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url("**/oauth/consent?**")
+    delete = page.get_by_role("checkbox", name="memories:delete")
+    assert delete.is_checked()
+    delete.uncheck()
+    page.get_by_role("button", name="Allow").click()
+    page.wait_for_url(REDIRECT_URI + "?**")
+    page.close()
+
+    [landed] = callbacks
+    query = {k: v[0] for k, v in parse_qs(urlsplit(landed).query).items()}
+    assert query["iss"] == oauth_server.base and query["state"] == "st4te"
+    tokens = exchange(oauth_server, client_id, query["code"], verifier).json()
+    assert tokens["scope"] == "memories:read memories:write"
+    refused = call_mcp(oauth_server, tokens["access_token"], "delete_memories", ids=["x"])
+    assert refused.status_code == 403
+    stored = call_mcp(
+        oauth_server, tokens["access_token"], "store_memory", content="from a browser"
+    )
+    assert stored.status_code == 200 and not stored.json()["result"]["isError"]
