@@ -1,0 +1,217 @@
+"""Retrieval quality on LoCoMo-10, through the public HTTP API.
+
+    python bench/locomo.py ../shared/bench-data/locomo/locomo10.json [--embeddings local]
+
+The protocol of ``bench-data/README.md``: each conversation is one vault, each turn one raw
+memory ("<speaker>: <text>", dated with its session's date), ingested as a user would. Every
+question of categories 1-4 with at least one valid evidence id is searched (limit 50) and
+the ranked turns are scored: turn R@{1,5,10,20,50}, nDCG@10, MRR, Hit@1, and session
+R@{1,3,5,10} (sessions ranked by their best turn); per category, and again with the
+audit-corrected evidence (``locomo_audit_errors.json`` beside the data, when present).
+The data set is CC BY-NC 4.0 (Maharana et al., ACL 2024): measurement only, never shipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import server, table
+
+TURN_KS = (1, 5, 10, 20, 50)
+SESSION_KS = (1, 3, 5, 10)
+
+
+@dataclass
+class Question:
+    conv: int
+    index: int
+    text: str
+    category: int
+    gold: set[str]
+
+
+def session_date(text: str) -> str:
+    """``1:56 pm on 8 May, 2023`` -> ISO datetime (UTC)."""
+    moment = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    return moment.strftime("%Y-%m-%dT%H:%M:00Z")
+
+
+def turns_of(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(dia_id, text, date) of every turn."""
+    out = []
+    for key, value in conversation.items():
+        if not re.fullmatch(r"session_\d+", key) or not isinstance(value, list):
+            continue
+        date = session_date(conversation[f"{key}_date_time"])
+        for turn in value:
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares image: {turn['blip_caption']}]"
+            out.append((turn["dia_id"], text, date))
+    return out
+
+
+def evidence_ids(raw: list[str]) -> set[str]:
+    return {part for item in raw for part in re.split(r"[;,\s]+", item) if part}
+
+
+def create_key(data_dir: Path) -> str:
+    created = subprocess.run(
+        [sys.executable, "-m", "mcp_memoryrouter", "keys", "create", "--json"],
+        env={"MEMORYROUTER_DATA_DIR": str(data_dir), "PATH": ""},
+        capture_output=True,
+        check=True,
+        text=True,
+    )
+    key: str = json.loads(created.stdout)["key"]
+    return key
+
+
+def ingest(http: httpx2.Client, key: str, turns: list[tuple[str, str, str]]) -> dict[str, str]:
+    """Ingest every turn; map memory id -> dia_id."""
+    by_id: dict[str, str] = {}
+    headers = {"Authorization": f"Bearer {key}"}
+    for start in range(0, len(turns), 200):
+        chunk = turns[start : start + 200]
+        body = {"messages": [{"role": "user", "content": t, "date": d} for _, t, d in chunk]}
+        response = http.post("/v1/memory/ingest", json=body, headers=headers)
+        response.raise_for_status()
+        ids = response.json()["ids"]
+        assert len(ids) == len(chunk), "a turn was split into several memories"
+        for memory_id, (dia, _, _) in zip(ids, chunk, strict=True):
+            by_id.setdefault(memory_id, dia)
+    return by_id
+
+
+def wait_indexed(http: httpx2.Client, keys: list[str]) -> float:
+    start = time.perf_counter()
+    while True:
+        pending = sum(
+            http.get("/v1/memory/stats", headers={"Authorization": f"Bearer {k}"}).json()[
+                "pending_embeddings"
+            ]
+            for k in keys
+        )
+        if pending == 0:
+            return time.perf_counter() - start
+        print(f"  {pending} memories waiting for vectors", file=sys.stderr)
+        time.sleep(5)
+
+
+def score(ranked: list[str], gold: set[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in TURN_KS:
+        out[f"turn R@{k}"] = len(gold & set(ranked[:k])) / len(gold)
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:10]) if d in gold)
+    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(gold), 10)))
+    out["nDCG@10"] = dcg / idcg
+    first = next((i for i, d in enumerate(ranked) if d in gold), None)
+    out["MRR"] = 0.0 if first is None else 1 / (first + 1)
+    out["Hit@1"] = float(bool(ranked) and ranked[0] in gold)
+    sessions: list[str] = []
+    for dia in ranked:
+        session = dia.split(":")[0]
+        if session not in sessions:
+            sessions.append(session)
+    gold_sessions = {d.split(":")[0] for d in gold}
+    for k in SESSION_KS:
+        out[f"session R@{k}"] = len(gold_sessions & set(sessions[:k])) / len(gold_sessions)
+    return out
+
+
+def report(results: list[tuple[Question, dict[str, float]]], title: str) -> str:
+    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for question, metrics in results:
+        groups[f"cat {question.category}"].append(metrics)
+        if question.category <= 4:
+            groups["cats 1-4"].append(metrics)
+    columns = ["cats 1-4"] + [f"cat {c}" for c in (1, 2, 3, 4, 5) if f"cat {c}" in groups]
+    names = list(results[0][1])
+    rows = [
+        [name] + [f"{100 * sum(m[name] for m in groups[c]) / len(groups[c]):.1f}" for c in columns]
+        for name in names
+    ]
+    rows.append(["n"] + [str(len(groups[c])) for c in columns])
+    return f"{title}\n" + table(["metric", *columns], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--embeddings", default="local", choices=["local", "none"])
+    parser.add_argument("--limit", type=int, default=50)
+    args = parser.parse_args()
+    data = json.loads(args.data.read_text())
+    audit_path = args.data.parent / "locomo_audit_errors.json"
+    corrected: dict[str, set[str]] = {}
+    if audit_path.exists():
+        for item in json.loads(audit_path.read_text()):
+            if item.get("correct_evidence"):
+                corrected[item["question_id"]] = evidence_ids(item["correct_evidence"])
+    with tempfile.TemporaryDirectory() as tmp:
+        keys = [create_key(Path(tmp)) for _ in data]
+        env = {"MEMORYROUTER_EMBEDDINGS": args.embeddings, "MEMORYROUTER_EMBED_THREADS": "2"}
+        with server(Path(tmp), env) as url, httpx2.Client(base_url=url, timeout=120) as http:
+            started = time.perf_counter()
+            maps = [
+                ingest(http, key, turns_of(c["conversation"]))
+                for key, c in zip(keys, data, strict=True)
+            ]
+            ingested = time.perf_counter() - started
+            indexed = wait_indexed(http, keys)
+            print(f"ingest {ingested:.1f} s, vectors ready {indexed:.1f} s later", file=sys.stderr)
+            results: list[tuple[Question, dict[str, float]]] = []
+            audited: list[tuple[Question, dict[str, float]]] = []
+            latencies = []
+            for conv, (key, sample, by_id) in enumerate(zip(keys, data, maps, strict=True)):
+                valid = set(by_id.values())
+                for index, qa in enumerate(sample["qa"]):
+                    gold = evidence_ids(qa.get("evidence", [])) & valid
+                    if not gold:
+                        continue
+                    q = Question(conv, index, qa["question"], int(qa["category"]), gold)
+                    t0 = time.perf_counter()
+                    response = http.post(
+                        "/v1/memory/search",
+                        json={"query": q.text, "limit": args.limit},
+                        headers={"Authorization": f"Bearer {key}"},
+                    )
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    response.raise_for_status()
+                    ranked: list[str] = []
+                    for row in response.json()["memories"]:
+                        dia = by_id.get(row["id"])
+                        if dia is not None and dia not in ranked:
+                            ranked.append(dia)
+                    results.append((q, score(ranked, gold)))
+                    fixed = corrected.get(f"locomo_{conv}_qa{index}")
+                    fixed_gold = (fixed & valid) if fixed else gold
+                    audited.append((q, score(ranked, fixed_gold or gold)))
+    latencies.sort()
+    print(report(results, f"LoCoMo-10, embeddings={args.embeddings}, original evidence"))
+    print()
+    print(report(audited, "audit-corrected evidence"))
+    print(
+        f"\nsearch latency p50 {latencies[len(latencies) // 2]:.1f} ms over "
+        f"{len(latencies)} queries"
+    )
+
+
+if __name__ == "__main__":
+    main()
