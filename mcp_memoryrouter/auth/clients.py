@@ -4,6 +4,7 @@ metadata documents (the client_id is an https URL of a JSON document describing 
 from __future__ import annotations
 
 import ipaddress
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -135,15 +136,25 @@ class MetadataDocuments:
         self._cache[client_id] = (now + DOCUMENT_TTL, client)
         return client
 
-    async def _load(self, client_id: str) -> RegisteredClient | None:
+    async def _download(self, url: str) -> bytes | None:
+        """The document's bytes: a 200 without redirects, at most DOCUMENT_LIMIT long."""
+        chunks: list[bytes] = []
         try:
-            response = await self._http.get(client_id, follow_redirects=False, timeout=5)
+            async with self._http.stream("GET", url, follow_redirects=False, timeout=5) as response:
+                if response.status_code != 200:
+                    return None
+                async for chunk in response.aiter_bytes():
+                    chunks.append(chunk)
+                    if sum(map(len, chunks)) > DOCUMENT_LIMIT:
+                        return None
         except httpx2.HTTPError:
             return None
-        if response.status_code != 200 or len(response.content) > DOCUMENT_LIMIT:
-            return None
+        return b"".join(chunks)
+
+    async def _load(self, client_id: str) -> RegisteredClient | None:
+        body = await self._download(client_id)
         try:
-            document = response.json()
+            document = json.loads(body) if body is not None else None
         except ValueError:
             return None
         if not isinstance(document, dict) or document.get("client_id") != client_id:

@@ -11,18 +11,19 @@ from __future__ import annotations
 import hmac
 import secrets
 from html import escape
+from typing import cast
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from mcp_memoryrouter.auth.provider import EmbeddedProvider
+from mcp_memoryrouter.auth.provider import REQUEST_SECONDS, EmbeddedProvider
 from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
 from mcp_memoryrouter.auth.store import PendingRequest
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Forbidden, MemoryRouterError, Unauthorized
 
-CSRF_COOKIE = "memoryrouter_csrf"
+CSRF_COOKIE = "memoryrouter_csrf_"  # + the pending request's id prefix: one per sign-in
 CONSENT_PATH = "/oauth/consent"
 SECURITY_HEADERS = {
     # No form-action: browsers apply it to the redirect to the client's callback as well.
@@ -52,6 +53,10 @@ def page(title: str, body: str, status: int = 200) -> HTMLResponse:
         f"<body><main><h1>{escape(title)}</h1>{body}</main></body></html>"
     )
     return HTMLResponse(document, status_code=status, headers=SECURITY_HEADERS)
+
+
+def cookie_name(request_id: str) -> str:
+    return CSRF_COOKIE + request_id[:16]
 
 
 def error_text(message: str | None) -> str:
@@ -86,9 +91,15 @@ class Pages:
             status=400,
         )
 
-    def _with_cookie(self, response: HTMLResponse, csrf: str) -> HTMLResponse:
+    def _with_cookie(self, response: HTMLResponse, pending: PendingRequest) -> HTMLResponse:
         response.set_cookie(
-            CSRF_COOKIE, csrf, httponly=True, samesite="lax", path="/oauth", secure=self._secure
+            cookie_name(pending.id),
+            pending.csrf,
+            max_age=REQUEST_SECONDS,
+            httponly=True,
+            samesite="lax",
+            path="/oauth",
+            secure=self._secure,
         )
         return response
 
@@ -98,7 +109,7 @@ class Pages:
         fields = {key: [str(v) for v in form.getlist(key)] for key in form}
         pending = self._pending((fields.get("request") or [""])[0])
         sent = (fields.get("csrf") or [""])[0]
-        cookie = request.cookies.get(CSRF_COOKIE, "")
+        cookie = request.cookies.get(cookie_name(pending.id), "") if pending else ""
         if pending is None or not sent or not cookie:
             return None, fields
         if hmac.compare_digest(sent, pending.csrf) and hmac.compare_digest(cookie, pending.csrf):
@@ -129,7 +140,7 @@ class Pages:
             '<button type="submit">Continue</button></form>'
         )
         status = 200 if message is None else 400
-        return self._with_cookie(page("Sign in", body, status), pending.csrf)
+        return self._with_cookie(page("Sign in", body, status), pending)
 
     async def sign_in_post(self, request: Request) -> Response:
         pending, fields = await self._form(request)
@@ -177,7 +188,7 @@ class Pages:
         body = (
             f"<p><strong>{client}</strong> asks for access to the memory vault "
             f"<code>{escape(pending.vault_ref or '')}</code>.</p>"
-            f"<p class=note>Client id: <code>{escape(pending.client_id)}</code>. "
+            f'<p class="note">Client id: <code>{escape(pending.client_id)}</code>. '
             f"After you choose you return to <strong>{target}</strong>.</p>"
             f"{error_text(message)}"
             f'<form method="post" action="{CONSENT_PATH}">{hidden(pending)}'
@@ -186,10 +197,10 @@ class Pages:
             '<button type="submit" name="decision" value="deny">Deny</button></form>'
         )
         status = 200 if message is None else 400
-        return self._with_cookie(page("Allow access?", body, status), pending.csrf)
+        return self._with_cookie(page("Allow access?", body, status), pending)
 
     def _checkbox(self, pending: PendingRequest, scope: str) -> str:
-        described = escape(self._descriptions.get(scope, scope))  # type: ignore[call-overload]
+        described = escape(self._descriptions.get(cast(Scope, scope), scope))
         ident = "scope-" + scope.replace(":", "-")
         if scope not in pending.allowed:
             return (

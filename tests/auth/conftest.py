@@ -158,6 +158,7 @@ class Browser:
         assert posted.status_code == 303, posted.text
         consent = await self.http.get(str(posted.url.join(posted.headers["location"])))
         assert consent.status_code == 200, consent.text
+        assert self.key not in consent.text  # the key is never echoed
         form = read_form(consent.text)
         self.consent_scopes = form.scopes
         data: dict[str, str | list[str]] = {
