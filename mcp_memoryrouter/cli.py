@@ -13,7 +13,8 @@ from mcp_memoryrouter import __version__
 from mcp_memoryrouter.app import ConfigError, create_server, create_stdio_server
 from mcp_memoryrouter.auth.scopes import PolicyError
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.vault.app import build_service
+from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.app import build_service, migrate_store
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,3 +106,24 @@ def keys_create(read_only: bool, name: str, as_json: bool) -> None:
 from mcp_memoryrouter.reflect.cli import register as register_reflect_commands  # noqa: E402
 
 register_reflect_commands(main)
+
+
+@main.command("migrate")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def migrate(as_json: bool) -> None:
+    """Create or upgrade the schema of the configured store, then exit.
+
+    The store is MEMORYROUTER_DATABASE_URL (postgresql://... or sqlite:///...) or the SQLite
+    vault in MEMORYROUTER_DATA_DIR. Safe to run any number of times, also while servers run:
+    migrations already applied are skipped, and on PostgreSQL concurrent runs wait for each
+    other. Servers migrate on start too; run this once before rolling out new replicas.
+    Exit status 1 when the store cannot be reached.
+    """
+    try:
+        kind, version = migrate_store(Settings())
+    except (StoreUnavailable, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps({"store": kind, "schema_version": version}))
+    else:
+        click.echo(f"{kind} schema at version {version}")

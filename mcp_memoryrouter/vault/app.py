@@ -39,6 +39,15 @@ def open_store(settings: Settings) -> tuple[Store, str]:
     return SQLiteStore(path), "sqlite"
 
 
+def migrate_store(settings: Settings) -> tuple[str, int]:
+    """Create or upgrade the configured store's schema (idempotent): (kind, version)."""
+    store, kind = open_store(settings)  # both stores migrate when they open
+    try:
+        return kind, int(getattr(store, "schema_version", 0))
+    finally:
+        store.close()
+
+
 def embedders_for(settings: Settings) -> Embedders:
     factories: dict[str, Callable[[], Embedder]] = {
         "local": lambda: LocalMiniLM(threads=settings.embed_threads)

@@ -56,9 +56,16 @@ _RETRIES = 3  # a deadlock or serialization failure is retried: the use case run
 
 class PostgresStore:
     def __init__(
-        self, url: str, *, pool_min: int = 1, pool_max: int = 10, timeout: float = 30.0
+        self,
+        url: str,
+        *,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        timeout: float = 30.0,
+        exact_max: int = postgres_vectors.EXACT_MAX,
     ) -> None:
         self.url = url
+        self._exact_max = exact_max
         try:
             self.schema_version = migrate(url)
             self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -294,7 +301,9 @@ class PostgresStore:
                 self._run(lambda c: postgres_vectors.ensure_index(c, model, dim))
                 self._indexed.add((model, dim))
         return self._run(
-            lambda c: postgres_vectors.search(c, vault_id, model, dim, query, k, where)
+            lambda c: postgres_vectors.search(
+                c, vault_id, model, dim, query, k, where, self._exact_max
+            )
         )
 
     def pending_embeddings(self, vault_id: str) -> int:

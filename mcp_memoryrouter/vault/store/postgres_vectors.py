@@ -113,6 +113,7 @@ def search(
     query: npt.NDArray[np.float32],
     k: int,
     where: SearchFilter,
+    exact_max: int = EXACT_MAX,
 ) -> list[ScoredMemory]:
     conditions, params = filter_sql(where)
     # Literals, not parameters, for the model and the dimension: the planner must see them to
@@ -125,13 +126,13 @@ def search(
         f"AND m.vault_id = %s{conditions}"
     )
     row = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 {scope} LIMIT {EXACT_MAX}) s", [vault_id, *params]
+        f"SELECT count(*) FROM (SELECT 1 {scope} LIMIT {int(exact_max)}) s", [vault_id, *params]
     ).fetchone()
     count = int(row[0]) if row else 0
     if count == 0:
         return []
     distance = f"(v.vec::{cast}) <=> %s::{cast}"
-    if count < EXACT_MAX:
+    if count < exact_max:
         # Exact: score every filtered row. OFFSET 0 fences the subquery so the ORDER BY can
         # not be served by the approximate index.
         statement = (
@@ -139,8 +140,13 @@ def search(
             "ORDER BY dist, id LIMIT %s"
         )
     else:
+        # The filter is broad: the approximate index is the path, chosen here rather than
+        # left to cost estimates that favour a full scan and sort on smaller tables.
         conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.execute("SET LOCAL enable_seqscan = off")
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        conn.execute("SET LOCAL enable_sort = off")
         statement = f"SELECT {MEMORY_COLUMNS}, {distance} AS dist {scope} ORDER BY dist LIMIT %s"
     rows = conn.execute(statement, [vector_literal(query), vault_id, *params, k]).fetchall()
     hits = [ScoredMemory(memory_from_row(r), 1.0 - float(r[10])) for r in rows]

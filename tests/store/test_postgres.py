@@ -1,0 +1,205 @@
+"""What only the PostgreSQL store has to prove: migrations under a lock, replicas that
+share one database without colliding, and the two vector paths."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from click.testing import CliRunner
+
+from mcp_memoryrouter.cli import main
+from mcp_memoryrouter.vault import tiers
+from mcp_memoryrouter.vault.domain import Batch, Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.store.postgres import PostgresStore
+from mcp_memoryrouter.vault.store.postgres_schema import migrate
+from mcp_memoryrouter.vault.vectors import Pending
+from tests import pg
+from tests.support import T0
+
+pytestmark = pytest.mark.postgres
+DIM = 16
+
+
+@pytest.fixture
+def url(postgres_databases: pg.Databases) -> Iterator[str]:
+    database = postgres_databases.create()
+    yield database
+    postgres_databases.release(database)
+
+
+@pytest.fixture
+def replicas(url: str) -> Iterator[Callable[[], PostgresStore]]:
+    """Open stores over one database, as separate server processes would."""
+    opened: list[PostgresStore] = []
+
+    def open_one() -> PostgresStore:
+        opened.append(PostgresStore(url, pool_min=0, pool_max=4, exact_max=50))
+        return opened[-1]
+
+    yield open_one
+    for store in opened:
+        store.close()
+
+
+def raw(n: int, tokens: int = 10) -> list[NewRaw]:
+    return [
+        NewRaw(
+            f"00000000-0000-4000-8000-{i:012d}",
+            "user",
+            f"moment {i}",
+            tokens,
+            T0 + i * 60_000,
+            None,
+            f"dedup-{i}",
+            T0,
+        )
+        for i in range(n)
+    ]
+
+
+def test_migrating_again_or_concurrently_applies_each_script_once(
+    postgres_databases: pg.Databases,
+) -> None:
+    fresh = postgres_databases.create()  # already migrated from the template
+    versions: list[int] = []
+    threads = [threading.Thread(target=lambda: versions.append(migrate(fresh))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    store = PostgresStore(fresh, pool_min=0)
+    try:
+        assert versions == [store.schema_version] * 4
+        with store._pool.connection() as conn:
+            row = conn.execute("SELECT count(*), max(version) FROM schema_migrations").fetchone()
+        assert row == (store.schema_version, store.schema_version)
+    finally:
+        store.close()
+        postgres_databases.release(fresh)
+
+
+def test_parallel_checkouts_on_two_replicas_never_share_a_row(
+    replicas: Callable[[], PostgresStore],
+) -> None:
+    one, two = replicas(), replicas()
+    one.create_vault("v", "vr_v", T0)
+    one.ingest("v", raw(400), None)
+    rule = tiers.Selection(100, None, None)  # ten rows a batch
+    taken: list[str] = []
+    lock = threading.Lock()
+
+    def worker(store: PostgresStore, name: str) -> None:
+        for n in range(100):
+            batch = store.checkout("v", 1, rule, f"cb_{name}_{n}", T0, T0 + 900_000, None)
+            if not isinstance(batch, Batch):
+                return
+            with lock:
+                taken.extend(s.id for s in batch.sources)
+
+    threads = [
+        threading.Thread(target=worker, args=(store, f"{i}"))
+        for i, store in enumerate([one, two, one, two, one, two, one, two])
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(taken) == len(set(taken)) == 400
+
+
+def test_concurrent_commits_of_one_batch_on_two_replicas_write_once(
+    replicas: Callable[[], PostgresStore],
+) -> None:
+    one, two = replicas(), replicas()
+    one.create_vault("v", "vr_v", T0)
+    one.ingest("v", raw(20), None)
+    batch = one.checkout("v", 1, tiers.selection_for(1, None), "cb_x", T0, T0 + 900_000, None)
+    assert isinstance(batch, Batch)
+    entries = [Entry("what happened", 5), Entry("and then", 6)]
+    outcomes = []
+    barrier = threading.Barrier(6)
+
+    def commit(store: PostgresStore) -> None:
+        barrier.wait(timeout=10)
+        outcomes.append(store.commit("v", "cb_x", entries, T0 + 1, None))
+
+    threads = [threading.Thread(target=commit, args=(s,)) for s in [one, two] * 3]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(o.already_committed for o in outcomes) == [False] + [True] * 5
+    assert len({tuple(c.id for c in o.created) for o in outcomes}) == 1
+    assert one.stats("v").totals[2].count == 2
+    assert one.counters("v").raw_units == 0
+
+
+def unit(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
+    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    normed: npt.NDArray[np.float32] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return normed
+
+
+def index_scans(store: PostgresStore) -> int:
+    """Scans of the HNSW indexes so far (the store has one connection: its own counts are
+    flushed when it next goes idle)."""
+    with store._pool.connection() as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    with store._pool.connection() as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes "
+            "WHERE indexrelname LIKE 'vectors_hnsw_%'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_broad_queries_use_hnsw_and_selective_ones_score_exactly(url: str) -> None:
+    # exact_max=50: a filter leaving fewer than 50 rows is scored exactly
+    store = PostgresStore(url, pool_min=1, pool_max=1, exact_max=50)
+    store.create_vault("v", "vr_v", T0)
+    store.ingest("v", raw(300), "m")
+    pending: list[Pending] = store.take_embed_batch("m", 1000)
+    rng = np.random.default_rng(3)
+    vectors = unit(rng, len(pending))
+    store.put_vectors("m", pending, vectors)
+    assert store.pending_embeddings("v") == 0
+    query = unit(rng, 1)[0]
+    truth = np.argsort(-(vectors @ query))[:10]
+    expected = [pending[i].row.seq for i in truth]
+
+    def seqs(hits: list[str]) -> list[int]:
+        return [int(h.rsplit("-", 1)[1]) + 1 for h in hits]
+
+    before = index_scans(store)
+    broad = store.search_vectors("v", "m", DIM, query, 10, SearchFilter())
+    assert index_scans(store) > before  # the HNSW index answered
+    assert seqs([h.memory.id for h in broad]) == expected  # at recall 1.0 on 300 rows
+    assert broad[0].score == pytest.approx(float(vectors[truth[0]] @ query), abs=1e-5)
+
+    window = (T0, T0 + 29 * 60_000)  # the first 30 rows only
+    before = index_scans(store)
+    selective = store.search_vectors("v", "m", DIM, query, 10, SearchFilter(window=window))
+    assert index_scans(store) == before  # scored exactly, no index
+    in_window = [i for i in np.argsort(-(vectors @ query)) if pending[i].row.seq <= 30][:10]
+    assert seqs([h.memory.id for h in selective]) == [pending[i].row.seq for i in in_window]
+    store.close()
+
+
+def test_the_migrate_command_is_idempotent_on_both_stores(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = CliRunner()
+    for database_url in (url, f"sqlite:///{tmp_path / 'vault.sqlite3'}"):
+        monkeypatch.setenv("MEMORYROUTER_DATABASE_URL", database_url)
+        first = runner.invoke(main, ["migrate", "--json"])
+        again = runner.invoke(main, ["migrate", "--json"])
+        assert first.exit_code == again.exit_code == 0, first.output
+        assert first.output == again.output
+    monkeypatch.setenv("MEMORYROUTER_DATABASE_URL", pg.with_database(url, "no_such_database"))
+    assert runner.invoke(main, ["migrate"]).exit_code == 1
