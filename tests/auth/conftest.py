@@ -146,6 +146,12 @@ class Browser:
 
     async def authorize(self, url: str) -> dict[str, str]:
         """Open the authorization URL, sign in, consent; the callback's query parameters."""
+        location = await self.authorize_to(url)
+        assert location.startswith(REDIRECT_URI.rsplit(":", 1)[0])
+        return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+    async def authorize_to(self, url: str) -> str:
+        """Open the authorization URL, sign in, consent; where the browser is sent back to."""
         response = await self.http.get(url)
         assert response.status_code == 302, response.text
         sign_in = await self.http.get(response.headers["location"])
@@ -168,9 +174,8 @@ class Browser:
         }
         done = await self.http.post(str(consent.url.copy_with(query=None)), data=data)
         assert done.status_code == 303, done.text
-        location = done.headers["location"]
-        assert location.startswith(REDIRECT_URI.rsplit(":", 1)[0])
-        return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+        location: str = done.headers["location"]
+        return location
 
     async def aclose(self) -> None:
         await self.http.aclose()
