@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.auth.access_tokens import AnyOfVerifiers
 from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
+from mcp_memoryrouter.auth.external import (
+    BindingsError,
+    ExternalTokenVerifier,
+    RemoteKeys,
+    load_bindings,
+)
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
 from mcp_memoryrouter.auth.provider import Lifetimes
@@ -119,6 +125,31 @@ def embedded_oauth(
     )
 
 
+def external_oauth(
+    settings: Settings, resource: str, clock: Callable[[], float]
+) -> tuple[ExternalTokenVerifier, str]:
+    """The verifier for ``MEMORYROUTER_OAUTH=external`` and the issuer it trusts."""
+    if not settings.oauth_issuer or not settings.oauth_jwks_url:
+        raise ConfigError(
+            "MEMORYROUTER_OAUTH=external needs MEMORYROUTER_OAUTH_ISSUER and "
+            "MEMORYROUTER_OAUTH_JWKS_URL"
+        )
+    path = settings.oauth_bindings_file or settings.data_dir / "oauth-bindings.json"
+    try:
+        bindings = load_bindings(path)
+    except BindingsError as exc:
+        raise ConfigError(str(exc)) from exc
+    verifier = ExternalTokenVerifier(
+        RemoteKeys(httpx2.AsyncClient(), settings.oauth_jwks_url, clock=clock),
+        bindings=bindings,
+        issuer=settings.oauth_issuer,
+        audience=settings.oauth_audience or resource,
+        vault_claim=settings.oauth_vault_claim,
+        clock=clock,
+    )
+    return verifier, settings.oauth_issuer
+
+
 def public_cors(app: ASGIApp, cors: ASGIApp) -> ASGIApp:
     """Discovery and token endpoints answer any origin themselves; everything else goes
     through the configured CORS policy."""
@@ -147,6 +178,7 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
     )
     routes: list[BaseRoute] = []
     oauth = None
+    closing: list[Callable[[], Awaitable[None]]] = []
     if settings.auth == "key":
         resource = settings.base_url + "/mcp"
         verifier = AnyOfVerifiers(MemoryKeyVerifier(client))
@@ -154,9 +186,16 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
         if settings.oauth == "embedded":
             oauth = embedded_oauth(settings, client, policy, clock)
             verifier = AnyOfVerifiers(MemoryKeyVerifier(client), oauth.verifier)
+            issuer = oauth.issuer
+            routes += oauth.routes
+        elif settings.oauth == "external":
+            external, issuer = external_oauth(settings, resource, clock)
+            closing.append(external.aclose)
+            verifier = AnyOfVerifiers(MemoryKeyVerifier(client), external)
+        if settings.oauth != "off":
             metadata_url = resource_metadata_url(resource)
             mcp.middleware.append(InBandChallenge(metadata_url))
-            routes += resource_routes(resource, [oauth.issuer], ALL_SCOPES) + oauth.routes
+            routes += resource_routes(resource, [issuer], ALL_SCOPES)
         endpoint = AuthenticationMiddleware(
             AuthContextMiddleware(ScopeGate(endpoint, policy, metadata_url)),
             backend=BearerAuthBackend(verifier),
@@ -168,6 +207,8 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
             yield
         if oauth is not None:
             await oauth.aclose()
+        for close in closing:
+            await close()
         await client.aclose()
 
     routes.append(Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]))

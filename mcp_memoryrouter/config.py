@@ -44,9 +44,15 @@ class Settings(BaseSettings):
     )
     # OAuth: the embedded authorization server (issuer = public_url), or none (memory keys only)
     public_url: str | None = None  # e.g. https://memory.example.com; default http://{host}:{port}
-    oauth: Literal["embedded", "off"] = "embedded"
+    oauth: Literal["embedded", "external", "off"] = "embedded"
     oauth_access_token_seconds: int = Field(default=900, ge=30, le=86_400)
     oauth_refresh_token_seconds: int = Field(default=30 * 86_400, ge=60)
+    # oauth=external: the operator's identity provider issues the tokens
+    oauth_issuer: str | None = None  # its issuer, exactly as its tokens carry it
+    oauth_jwks_url: str | None = None
+    oauth_audience: str | None = None  # default: the public /mcp URL
+    oauth_vault_claim: str = "memoryrouter_vault"  # the claim naming a vault binding
+    oauth_bindings_file: Path | None = None  # default: {data_dir}/oauth-bindings.json
 
     @property
     def base_url(self) -> str:

@@ -1,0 +1,180 @@
+"""External authorization server mode: tokens from an operator's identity provider (a JWKS
+served on loopback here), bound to vaults by the operator's bindings file."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet, RSAKey
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from mcp_memoryrouter.app import ConfigError, create_server
+from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.auth.conftest import Clock, OAuthServer, call_mcp, serve
+
+
+def bound_socket() -> tuple[socket.socket, str]:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@dataclass
+class IdentityProvider:
+    issuer: str
+    keys: list[RSAKey]  # the first one signs; all are published
+
+    def token(self, key: RSAKey | None = None, **claims: Any) -> str:
+        signer = key or self.keys[0]
+        now = int(time.time())
+        body = {"iss": self.issuer, "sub": "user-1", "iat": now, "exp": now + 300, **claims}
+        return jwt.encode({"alg": "RS256", "kid": signer.kid}, body, signer)
+
+
+def new_key(kid: str) -> RSAKey:
+    return RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig"}, private=True)
+
+
+@pytest.fixture
+def idp() -> Iterator[IdentityProvider]:
+    sock, base = bound_socket()
+    provider = IdentityProvider(base, [new_key("k1")])
+
+    async def jwks(_: Request) -> JSONResponse:
+        return JSONResponse(KeySet(list(provider.keys)).as_dict(private=False))
+
+    with serve(Starlette(routes=[Route("/jwks.json", jwks)]), sock):
+        yield provider
+
+
+def make_vault(data_dir: Path) -> str:
+    store = SQLiteStore(data_dir / "vault.sqlite3")
+    key, _ = VaultService(store, clock=lambda: 0, lease_seconds=900).create_vault()
+    store.close()
+    return key
+
+
+def write_bindings(path: Path, bindings: dict[str, str], mode: int = 0o600) -> Path:
+    path.write_text(json.dumps(bindings))
+    path.chmod(mode)
+    return path
+
+
+def external_settings(data_dir: Path, idp: IdentityProvider, base: str) -> Settings:
+    return Settings(
+        data_dir=data_dir,
+        embeddings="none",
+        public_url=base,
+        oauth="external",
+        oauth_issuer=idp.issuer,
+        oauth_jwks_url=idp.issuer + "/jwks.json",
+    )
+
+
+@pytest.fixture
+def external(tmp_path: Path, idp: IdentityProvider) -> Iterator[OAuthServer]:
+    key = make_vault(tmp_path)
+    write_bindings(tmp_path / "oauth-bindings.json", {"alice": key})
+    sock, base = bound_socket()
+    clock = Clock()
+    server = create_server(external_settings(tmp_path, idp, base), clock=clock)
+    assert server.vault_app is not None
+    with serve(server.app, sock):
+        yield OAuthServer(base, server, server.vault_app.state.service, key, clock)
+
+
+def test_a_bound_token_from_the_issuer_reaches_its_vault_with_its_scopes(
+    external: OAuthServer, idp: IdentityProvider
+) -> None:
+    token = idp.token(
+        aud=external.mcp_url, scope="memories:read memories:write", memoryrouter_vault="alice"
+    )
+    stored = call_mcp(external, token, "store_memory", content="from the identity provider")
+    assert stored.status_code == 200 and not stored.json()["result"]["isError"]
+    status = call_mcp(external, token, "memory_status").json()["result"]["structuredContent"]
+    assert status["granted_scopes"] == ["memories:read", "memories:write"]
+    assert status["total_memories"] == 1
+    refused = call_mcp(external, token, "delete_memories", ids=["x"])
+    assert refused.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"iss": "http://127.0.0.1:1"},
+        {"aud": "https://elsewhere.example/mcp"},
+        {"exp": 1},
+        {"memoryrouter_vault": "mallory"},
+        {"memoryrouter_vault": None},
+    ],
+)
+def test_tokens_from_elsewhere_for_elsewhere_expired_or_unbound_are_401(
+    external: OAuthServer, idp: IdentityProvider, claims: dict[str, Any]
+) -> None:
+    good: dict[str, Any] = {
+        "aud": external.mcp_url,
+        "scope": "memories:read",
+        "memoryrouter_vault": "alice",
+    }
+    token = idp.token(**{k: v for k, v in {**good, **claims}.items() if v is not None})
+    assert call_mcp(external, token, "memory_status").status_code == 401
+
+
+def test_a_token_signed_by_an_unpublished_key_is_401(
+    external: OAuthServer, idp: IdentityProvider
+) -> None:
+    stranger = new_key("k1")
+    token = idp.token(stranger, aud=external.mcp_url, memoryrouter_vault="alice")
+    assert call_mcp(external, token, "memory_status").status_code == 401
+
+
+def test_a_rotated_signing_key_is_fetched_when_first_seen(
+    external: OAuthServer, idp: IdentityProvider
+) -> None:
+    claims: dict[str, Any] = {
+        "aud": external.mcp_url,
+        "scope": "memories:read",
+        "memoryrouter_vault": "alice",
+    }
+    assert call_mcp(external, idp.token(**claims), "memory_status").status_code == 200
+    idp.keys.insert(0, new_key("k2"))
+    # an unknown kid refetches the JWKS, though not more often than every 30 s
+    assert call_mcp(external, idp.token(**claims), "memory_status").status_code == 401
+    external.clock.advance(31)
+    assert call_mcp(external, idp.token(**claims), "memory_status").status_code == 200
+
+
+def test_discovery_names_the_external_issuer_and_no_embedded_endpoints(
+    external: OAuthServer, idp: IdentityProvider
+) -> None:
+    document = httpx2.get(external.base + "/.well-known/oauth-protected-resource/mcp").json()
+    assert document["authorization_servers"] == [idp.issuer]
+    assert httpx2.get(external.base + "/.well-known/oauth-authorization-server").status_code == 404
+    challenge = httpx2.post(external.mcp_url, json={}).headers["www-authenticate"]
+    assert "resource_metadata=" in challenge
+    assert call_mcp(external, external.key, "memory_status").status_code == 200  # keys still work
+
+
+def test_external_mode_refuses_to_start_without_issuer_or_with_an_open_bindings_file(
+    tmp_path: Path, idp: IdentityProvider
+) -> None:
+    with pytest.raises(ConfigError):
+        create_server(Settings(data_dir=tmp_path, embeddings="none", oauth="external"))
+    write_bindings(tmp_path / "oauth-bindings.json", {"alice": "mk_x"}, mode=0o644)
+    with pytest.raises(ConfigError):
+        create_server(external_settings(tmp_path, idp, "http://127.0.0.1:9"))
