@@ -1,9 +1,11 @@
 """Vault latency at two sizes: ingest, checkout, commit, search and the debt block.
 
-    python bench/vault.py [--sizes 10000,100000] [--samples 40]
+    python bench/vault.py [--sizes 10000,100000] [--samples 40] [--database-url postgresql://…]
 
-Each size gets a fresh data directory: raw memories are loaded in bulk in-process, then a
-real ``mcp-memoryrouter serve`` process answers every timed request over loopback HTTP.
+Each size gets a fresh data directory (and with ``--database-url``, a fresh PostgreSQL
+database created through that URL and dropped afterwards): raw memories are loaded in bulk
+in-process, then a real ``mcp-memoryrouter serve`` process answers every timed request over
+loopback HTTP.
 Prints p50/p95 per operation and the ratio of p50s between the largest and smallest size
 (goal: checkout+commit and the debt block independent of vault size, ratio <= 1.5).
 """
@@ -14,7 +16,10 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
@@ -24,7 +29,10 @@ from bench.common import p50, p95, server, table, timed
 from mcp_memoryrouter.vault import render
 from mcp_memoryrouter.vault.dates import format_ms
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
+from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+
+Opener = Callable[[], Store]
 
 WORDS = [
     "deploy",
@@ -57,9 +65,9 @@ def sentence(i: int) -> str:
     return f"Note {i}: talked about {' '.join(picks)} with the team and agreed next steps."
 
 
-def load(data_dir: Path, size: int) -> str:
+def load(open_store: Opener, size: int) -> str:
     """Create a vault and bulk-load ``size`` dated raw memories; return its key."""
-    store = SQLiteStore(data_dir / "vault.sqlite3")
+    store = open_store()
     service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
     key, _ = service.create_vault()
     access = service.authenticate(key)
@@ -74,9 +82,9 @@ def load(data_dir: Path, size: int) -> str:
     return key
 
 
-def debt_block_ms(data_dir: Path, key: str, samples: int = 5000) -> list[float]:
+def debt_block_ms(open_store: Opener, key: str, samples: int = 5000) -> list[float]:
     """The debt block as every response builds it: counters read + rendered, in-process."""
-    store = SQLiteStore(data_dir / "vault.sqlite3")
+    store = open_store()
     service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
     access = service.authenticate(key)
     timed(lambda: render.reflection(service.debt(access)), 200)  # warm the page cache
@@ -89,17 +97,53 @@ def debt_block_ms(data_dir: Path, key: str, samples: int = 5000) -> list[float]:
     return rounds
 
 
-def measure(size: int, samples: int) -> dict[str, list[float]]:
-    with tempfile.TemporaryDirectory() as tmp:
+@contextmanager
+def postgres_database(admin_url: str, size: int) -> Iterator[str]:
+    """A fresh database on the server ``admin_url`` reaches, dropped afterwards."""
+    import psycopg  # the optional postgres extra
+
+    name = f"memoryrouter_bench_{size}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+        conn.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        yield urlunsplit(urlsplit(admin_url)._replace(path="/" + name))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
+@contextmanager
+def store_for(
+    tmp: Path, size: int, database_url: str | None
+) -> Iterator[tuple[Opener, dict[str, str]]]:
+    """How to open the benchmarked store in-process, and the server's environment for it."""
+    if database_url is None:
+        yield (lambda: SQLiteStore(tmp / "vault.sqlite3")), {}
+        return
+    from mcp_memoryrouter.vault.store.postgres import PostgresStore
+
+    with postgres_database(database_url, size) as url:
+        yield (
+            (lambda: PostgresStore(url, pool_min=0, pool_max=2)),
+            {"MEMORYROUTER_DATABASE_URL": url},
+        )
+
+
+def measure(size: int, samples: int, database_url: str | None) -> dict[str, list[float]]:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        store_for(Path(tmp), size, database_url) as (open_store, env),
+    ):
         started = time.perf_counter()
-        key = load(Path(tmp), size)
+        key = load(open_store, size)
         print(
             f"  loaded {size} raw memories in {time.perf_counter() - started:.1f} s",
             file=sys.stderr,
         )
         results: dict[str, list[float]] = {}
         with (
-            server(Path(tmp)) as url,
+            server(Path(tmp), env) as url,
             httpx2.Client(
                 base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60
             ) as http,
@@ -146,7 +190,7 @@ def measure(size: int, samples: int) -> dict[str, list[float]]:
                 samples,
             )
             results["stats + debt (HTTP)"] = timed(lambda: http.get("/v1/memory/stats"), samples)
-        results["debt block (in-process, µs)"] = debt_block_ms(Path(tmp), key)
+        results["debt block (in-process, µs)"] = debt_block_ms(open_store, key)
     return results
 
 
@@ -154,12 +198,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="benchmark PostgreSQL: a URL whose role may create databases (default: SQLite)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     runs = {}
     for size in sizes:
         print(f"size {size}:", file=sys.stderr)
-        runs[size] = measure(size, args.samples)
+        runs[size] = measure(size, args.samples, args.database_url)
     small, large = sizes[0], sizes[-1]
     headers = (
         ["operation"]
