@@ -11,10 +11,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from click.testing import CliRunner
+from starlette.testclient import TestClient
 
 from mcp_memoryrouter.cli import main
+from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault import tiers
+from mcp_memoryrouter.vault.app import create_vault_app, open_store
 from mcp_memoryrouter.vault.domain import Batch, Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.postgres_schema import migrate
 from mcp_memoryrouter.vault.vectors import Pending
@@ -203,3 +207,18 @@ def test_the_migrate_command_is_idempotent_on_both_stores(
         assert first.output == again.output
     monkeypatch.setenv("MEMORYROUTER_DATABASE_URL", pg.with_database(url, "no_such_database"))
     assert runner.invoke(main, ["migrate"]).exit_code == 1
+
+
+def test_a_postgresql_url_selects_the_postgresql_store_and_healthz_names_it(
+    url: str, tmp_path: Path
+) -> None:
+    settings = Settings(data_dir=tmp_path, database_url=url, embeddings="none")
+    store, kind = open_store(settings)
+    try:
+        assert (type(store), kind) == (PostgresStore, "postgresql")
+        service = VaultService(store, clock=lambda: T0, lease_seconds=900)
+        app = create_vault_app(settings, service=service, store_kind=kind)
+        with TestClient(app) as http:
+            assert http.get("/healthz").json()["store"] == "postgresql"
+    finally:
+        store.close()
