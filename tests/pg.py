@@ -23,11 +23,14 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from mcp_memoryrouter.vault.store.postgres_schema import migrate
 
 TEMPLATE = "memoryrouter_test_template"
+# The backends a store contract test runs on.
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 _names = itertools.count()
 
 

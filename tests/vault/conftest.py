@@ -4,12 +4,10 @@ import pytest
 
 from tests import pg
 
+
 # Every store contract test runs on SQLite, and on PostgreSQL when a server can be had
 # (required in CI: MEMORYROUTER_TEST_POSTGRES=1).
-BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-
-
-@pytest.fixture(params=BACKENDS if pg.available() else ["sqlite"])
+@pytest.fixture(params=pg.BACKENDS if pg.available() else ["sqlite"])
 def store_backend(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     return backend

@@ -14,8 +14,10 @@ from mcp_memoryrouter.vault.dates import format_ms
 from mcp_memoryrouter.vault.domain import Batch, Entry, SearchFilter
 from mcp_memoryrouter.vault.keys import Access
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
+from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from mcp_memoryrouter.vault.window import Order
+from tests import pg
 from tests.support import FakeClock, Vault
 from tests.vault.test_consolidation_api import checkout, commit
 from tests.vault.test_keys_api import assert_envelope
@@ -127,12 +129,22 @@ def test_a_group_larger_than_the_budget_still_advances(vault: Vault) -> None:
 # --- the paging property -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultService]:
+@pytest.fixture(scope="module", params=pg.BACKENDS if pg.available() else ["sqlite"])
+def service(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[VaultService]:
     path: Path = tmp_path_factory.mktemp("paging") / "vault.sqlite3"
-    store = SQLiteStore(path)
+    if request.param == "sqlite":
+        store: SQLiteStore | PostgresStore = SQLiteStore(path)
+        yield VaultService(store, clock=FakeClock(), lease_seconds=900)
+        store.close()
+        return
+    databases: pg.Databases = request.getfixturevalue("postgres_databases")
+    url = databases.create()
+    store = PostgresStore(url, pool_min=0, pool_max=2)
     yield VaultService(store, clock=FakeClock(), lease_seconds=900)
     store.close()
+    databases.release(url)
 
 
 def visit(
