@@ -41,7 +41,12 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
-from mcp_memoryrouter.vault.store import postgres_reflect, postgres_vectors, postgres_window
+from mcp_memoryrouter.vault.store import (
+    postgres_delete,
+    postgres_reflect,
+    postgres_vectors,
+    postgres_window,
+)
 from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS, filter_sql
 from mcp_memoryrouter.vault.store.postgres_schema import migrate
 from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
@@ -312,43 +317,11 @@ class PostgresStore:
     # --- deletion ----------------------------------------------------------------------
 
     def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome:
-        def work(conn: Conn) -> list[tuple[Any, ...]]:
-            # One statement removes the rows; their tsvector goes with them and the cascades
-            # take their vectors and queue entries, all in this transaction.
-            rows = conn.execute(
-                "DELETE FROM memories WHERE vault_id = %s AND id = ANY(%s) "
-                "RETURNING seq, id, tier, tokens, importance, consolidated",
-                (vault_id, sorted(set(ids))),
-            ).fetchall()
-            if rows:
-                conn.execute(
-                    "DELETE FROM lineage WHERE parent_id = ANY(%s)", ([r[1] for r in rows],)
-                )
-                _subtract_counters(conn, vault_id, rows)
-            return rows
-
-        rows = self._run(work)
+        rows = self._run(lambda c: postgres_delete.delete_ids(c, vault_id, ids))
         return DeleteOutcome(len(ids), len(rows), len(ids) - len(rows), sum(r[3] for r in rows))
 
     def wipe(self, vault_id: str) -> int:
-        def work(conn: Conn) -> int:
-            count = conn.execute("DELETE FROM memories WHERE vault_id = %s", (vault_id,)).rowcount
-            conn.execute("DELETE FROM lineage WHERE vault_id = %s", (vault_id,))
-            conn.execute(
-                "DELETE FROM batch_sources WHERE batch_id IN "
-                "(SELECT id FROM batches WHERE vault_id = %s)",
-                (vault_id,),
-            )
-            conn.execute("DELETE FROM batches WHERE vault_id = %s", (vault_id,))
-            conn.execute(
-                "UPDATE vaults SET raw_units = 0, raw_tokens = 0, t2_count = 0, "
-                "t2_importance = 0, t2_tokens = 0, n1 = 0, tok1 = 0, n2 = 0, tok2 = 0, "
-                "imp2 = 0, n3 = 0, tok3 = 0, imp3 = 0 WHERE id = %s",
-                (vault_id,),
-            )
-            return count
-
-        return self._run(work)
+        return self._run(lambda c: postgres_delete.wipe(c, vault_id))
 
     # --- stats and usage ---------------------------------------------------------------
 
@@ -413,44 +386,3 @@ class PostgresStore:
             ).fetchall()
         )
         return [UsageLine(*row) for row in rows]
-
-
-def _subtract_counters(conn: Conn, vault_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """Take deleted rows (seq, id, tier, tokens, importance, consolidated) off the counters."""
-    count = {1: 0, 2: 0, 3: 0}
-    tokens = {1: 0, 2: 0, 3: 0}
-    importance = {1: 0, 2: 0, 3: 0}
-    open_count = {1: 0, 2: 0}
-    open_tokens = {1: 0, 2: 0}
-    open_importance = {1: 0, 2: 0}
-    for _, _, tier, row_tokens, row_importance, consolidated in rows:
-        count[tier] += 1
-        tokens[tier] += row_tokens
-        importance[tier] += row_importance or 0
-        if tier < 3 and not consolidated:
-            open_count[tier] += 1
-            open_tokens[tier] += row_tokens
-            open_importance[tier] += row_importance or 0
-    conn.execute(
-        "UPDATE vaults SET raw_units = raw_units - %s, raw_tokens = raw_tokens - %s, "
-        "t2_count = t2_count - %s, t2_importance = t2_importance - %s, "
-        "t2_tokens = t2_tokens - %s, n1 = n1 - %s, tok1 = tok1 - %s, n2 = n2 - %s, "
-        "tok2 = tok2 - %s, imp2 = imp2 - %s, n3 = n3 - %s, tok3 = tok3 - %s, imp3 = imp3 - %s "
-        "WHERE id = %s",
-        (
-            open_count[1],
-            open_tokens[1],
-            open_count[2],
-            open_importance[2],
-            open_tokens[2],
-            count[1],
-            tokens[1],
-            count[2],
-            tokens[2],
-            importance[2],
-            count[3],
-            tokens[3],
-            importance[3],
-            vault_id,
-        ),
-    )
