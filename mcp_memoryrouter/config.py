@@ -57,7 +57,11 @@ class Settings(BaseSettings):
     @property
     def base_url(self) -> str:
         """The public origin clients reach this server at, without a trailing slash."""
-        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        # a wildcard bind address is no place to send a browser: name loopback instead
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "[::]", "") else self.host
+        return f"http://{host}:{self.port}"
 
     @property
     def sqlite_path(self) -> Path:

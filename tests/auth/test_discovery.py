@@ -12,6 +12,7 @@ from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.types import CallToolResult, TextContent
 
 from mcp_memoryrouter.auth.resource import INSUFFICIENT_SCOPE, InBandChallenge
+from mcp_memoryrouter.config import Settings
 from tests.auth.conftest import (
     OAuthServer,
     authorize_url,
@@ -179,3 +180,17 @@ async def test_a_backstop_refusal_carries_the_in_band_challenge() -> None:
     assert 'error="insufficient_scope"' in header and 'scope="memories:write"' in header
     other = cast(ServerRequestContext[Any, Any], SimpleNamespace(method="tools/list"))
     assert await middleware(other, call_next) is refused
+
+
+@pytest.mark.parametrize(
+    ("options", "base"),
+    [
+        ({"public_url": "https://memory.example.com/"}, "https://memory.example.com"),
+        ({"host": "0.0.0.0", "port": 8787}, "http://127.0.0.1:8787"),
+        ({"host": "localhost", "port": 9000}, "http://localhost:9000"),
+    ],
+)
+def test_the_issuer_is_the_public_url_without_a_trailing_slash(
+    options: dict[str, Any], base: str
+) -> None:
+    assert Settings(**options).base_url == base
