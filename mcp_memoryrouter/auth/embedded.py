@@ -16,14 +16,19 @@ from mcp.server.auth.middleware.client_auth import ClientAuthenticator
 from mcp.server.auth.routes import cors_middleware
 from mcp.server.auth.settings import ClientRegistrationOptions
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier
 from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
 from mcp_memoryrouter.auth.pages import CONSENT_PATH, Pages
-from mcp_memoryrouter.auth.provider import SIGN_IN_PATH, EmbeddedProvider, Lifetimes
+from mcp_memoryrouter.auth.provider import (
+    SIGN_IN_PATH,
+    EmbeddedProvider,
+    Lifetimes,
+    canonical_resource,
+)
 from mcp_memoryrouter.auth.revocation import RevocationEndpoint
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
 from mcp_memoryrouter.auth.sealing import Sealer
@@ -81,6 +86,22 @@ def build_embedded(
         enabled=True, valid_scopes=list(ALL_SCOPES), default_scopes=list(ALL_SCOPES)
     )
     metadata = authorization_server_metadata(issuer, ALL_SCOPES)
+    own_resource = canonical_resource(resource)
+
+    token_handler = TokenHandler(provider, authenticator)
+
+    async def token(request: Request) -> Response:
+        # RFC 8707 §2.2: a token request may name only the resource the grant is for
+        requested = (await request.form()).get("resource")  # cached for the SDK handler
+        if (
+            isinstance(requested, str)
+            and requested
+            and canonical_resource(requested) != own_resource
+        ):
+            body = {"error": "invalid_target", "error_description": "unknown resource"}
+            return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
+        answer: Response = await token_handler.handle(request)
+        return answer
 
     async def jwks(_: Request) -> JSONResponse:
         return JSONResponse(signer.jwks(), headers={"Cache-Control": "public, max-age=600"})
@@ -97,7 +118,7 @@ def build_embedded(
         ),
         Route(
             "/token",
-            endpoint=cors_middleware(TokenHandler(provider, authenticator).handle, post),
+            endpoint=cors_middleware(token, post),
             methods=post,
         ),
         Route(

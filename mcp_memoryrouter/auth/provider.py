@@ -130,7 +130,7 @@ class EmbeddedProvider:
             allowed=[],
             expires_at=now + REQUEST_SECONDS,
         )
-        self.store.delete_request("", now)  # sweep expired requests
+        self.store.sweep(now)
         self.store.save_request(request)
         return f"{self.issuer}{SIGN_IN_PATH}?request={request.id}"
 

@@ -180,6 +180,12 @@ class AuthStore:
     def delete_request(self, request_id: str, now: float) -> None:
         self._run("DELETE FROM requests WHERE id = ? OR expires_at <= ?", request_id, now)
 
+    def sweep(self, now: float) -> None:
+        """Forget what can no longer be used: expired requests, codes and refresh tokens."""
+        self._run("DELETE FROM requests WHERE expires_at <= ?", now)
+        self._run("DELETE FROM codes WHERE expires_at <= ?", now)
+        self._run("DELETE FROM refresh_tokens WHERE expires_at <= ?", now)
+
     # grants, codes, refresh tokens --------------------------------------------------------
 
     def save_grant(self, grant: Grant, now: float) -> None:

@@ -323,4 +323,31 @@ def test_registration_refuses_http_redirects_off_loopback(oauth_server: OAuthSer
         assert response.json()["error"] in {"invalid_redirect_uri", "invalid_client_metadata"}
 
 
-assert REDIRECT_URI
+async def test_a_token_request_for_another_resource_is_invalid_target(
+    oauth_server: OAuthServer,
+) -> None:
+    client_id = register(oauth_server)
+    verifier, challenge = pkce()
+    browser = Browser(oauth_server.key)
+    callback = await browser.authorize(authorize_url(oauth_server, client_id, challenge))
+    await browser.aclose()
+    response = httpx2.post(
+        oauth_server.base + "/token",
+        data={
+            "grant_type": "authorization_code",
+            "client_id": client_id,
+            "code": callback["code"],
+            "code_verifier": verifier,
+            "redirect_uri": REDIRECT_URI,
+            "resource": "https://other.example/mcp",
+        },
+    )
+    assert response.status_code == 400 and response.json()["error"] == "invalid_target"
+
+
+async def test_a_resource_with_a_trailing_slash_or_upper_case_host_is_the_same_resource(
+    oauth_server: OAuthServer,
+) -> None:
+    variant = oauth_server.mcp_url.replace("http://127.0.0.1", "HTTP://127.0.0.1") + "/"
+    _, tokens = await grant_tokens(oauth_server, resource=variant)
+    assert call_mcp(oauth_server, tokens["access_token"], "memory_status").status_code == 200
