@@ -2,7 +2,8 @@
 
 With OAuth on (the default) the same origin is also the authorization server: discovery
 documents, /authorize, /token, /register, /revoke, /jwks.json and the sign-in and consent
-pages. /mcp accepts memory keys and the access tokens that server issues.
+pages. /mcp accepts memory keys and the access tokens that server issues (or, with
+``MEMORYROUTER_OAUTH=external``, those of the operator's own identity provider).
 
 Embedded mode: the MCP side calls the vault app in-process through an ASGI transport, so it
 runs the same client code as against a remote API. With ``MEMORYROUTER_API_URL`` set there
