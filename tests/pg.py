@@ -28,7 +28,6 @@ from psycopg import sql
 
 from mcp_memoryrouter.vault.store.postgres_schema import migrate
 
-TEMPLATE = "memoryrouter_test_template"
 # The backends a store contract test runs on.
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 _names = itertools.count()
@@ -91,12 +90,13 @@ class Databases:
 
     def __init__(self, admin_url: str) -> None:
         self.admin_url = admin_url
-        self._prefix = f"mr_test_{os.getpid()}_"
+        self._prefix = f"mr_test_{os.getpid()}_"  # sessions sharing a server never clash
+        self._template = self._prefix + "template"
         self._free: list[str] = []
         self._all: list[str] = []
-        self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)"), TEMPLATE)
-        self._admin(sql.SQL("CREATE DATABASE {}"), TEMPLATE)
-        migrate(with_database(admin_url, TEMPLATE))
+        self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)"), self._template)
+        self._admin(sql.SQL("CREATE DATABASE {}"), self._template)
+        migrate(with_database(admin_url, self._template))
 
     def _admin(self, statement: sql.SQL, name: str) -> None:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
@@ -109,7 +109,7 @@ class Databases:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                    sql.Identifier(name), sql.Identifier(TEMPLATE)
+                    sql.Identifier(name), sql.Identifier(self._template)
                 )
             )
         url = with_database(self.admin_url, name)
@@ -140,4 +140,4 @@ class Databases:
         for url in self._all:
             name = urlsplit(url).path.lstrip("/")
             self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)"), name)
-        self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)"), TEMPLATE)
+        self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)"), self._template)
