@@ -222,3 +222,18 @@ def test_a_postgresql_url_selects_the_postgresql_store_and_healthz_names_it(
             assert http.get("/healthz").json()["store"] == "postgresql"
     finally:
         store.close()
+
+
+def test_embedding_workers_on_two_replicas_share_the_queue(
+    replicas: Callable[[], PostgresStore],
+) -> None:
+    one, two = replicas(), replicas()
+    one.create_vault("v", "vr_v", T0)
+    one.ingest("v", raw(10), "m")
+    first, second = one.take_embed_batch("m", 6), two.take_embed_batch("m", 6)
+    assert len(first) == 6 and len(second) == 4
+    assert not {p.row.seq for p in first} & {p.row.seq for p in second}
+    assert one.take_embed_batch("m", 6) == []  # everything is claimed
+    rng = np.random.default_rng(5)
+    one.put_vectors("m", first, unit(rng, len(first)))
+    assert one.pending_embeddings("v") == 4  # the other replica's claim is still queued
