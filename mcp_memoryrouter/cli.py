@@ -94,7 +94,7 @@ def keys_create(read_only: bool, name: str, as_json: bool) -> None:
 
     To add a key to an existing vault, call POST /v1/keys with one of its keys.
     """
-    service, _ = build_service(Settings())
+    service, _ = build_service(Settings(), start_worker=False)
     key, ref = service.create_vault(name=name, read_only=read_only)
     if as_json:
         click.echo(json.dumps({"key": key, "vault": ref}))

@@ -60,6 +60,7 @@ class Memory:
     importance: int | None = None
     session_id: str | None = None
     batch_id: str | None = None
+    seq: int = 0  # storage order: consecutive raw memories of a conversation are neighbours
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,12 @@ def query_terms(query: str) -> list[str]:
 # Dense similarity carries meaning (paraphrases, synonyms); BM25 carries exact words, names
 # and numbers. Each list is min-max normalised to [0, 1] and the two are summed with these
 # weights: equal-weight rank fusion let the small dense model drag good lexical hits down.
-DENSE_WEIGHT = 0.6
-LEXICAL_WEIGHT = 0.4
+DENSE_WEIGHT = 0.4
+LEXICAL_WEIGHT = 0.6
+# A conversation spreads one thought over neighbouring turns (a question, then its answer):
+# a raw memory next to a relevant one gains this share of its neighbour's score.
+NEIGHBOUR_WEIGHT = 0.6
+NEIGHBOUR_GAP_MS = 30 * 60_000
 
 
 def _normalised(hits: Sequence[ScoredMemory]) -> dict[str, float]:
@@ -45,13 +49,42 @@ def fuse(
     Tiers compete on relevance alone: a specific question's exact words pull raw moments up
     through BM25, while a broad question's meaning matches the summaries reflections hold.
     """
-    if not dense:
-        return list(lexical[:limit])
     lex, vec = _normalised(lexical), _normalised(dense)
+    lexical_weight = LEXICAL_WEIGHT if dense else 1.0
     memories = {h.memory.id: h.memory for h in (*lexical, *dense)}
     fused = {
-        key: LEXICAL_WEIGHT * lex.get(key, 0.0) + DENSE_WEIGHT * vec.get(key, 0.0)
+        key: lexical_weight * lex.get(key, 0.0) + DENSE_WEIGHT * vec.get(key, 0.0)
         for key in memories
     }
     ranked = sorted(fused, key=lambda key: (-fused[key], key))[:limit]
-    return [ScoredMemory(memories[key], round(fused[key], 6)) for key in ranked]
+    return [ScoredMemory(memories[key], fused[key]) for key in ranked]
+
+
+def _neighbours(a: ScoredMemory, b: ScoredMemory) -> bool:
+    x, y = a.memory, b.memory
+    return (
+        x.tier == y.tier == 1
+        and abs(x.seq - y.seq) == 1
+        and x.session_id == y.session_id
+        and abs(x.date_from - y.date_from) <= NEIGHBOUR_GAP_MS
+    )
+
+
+def smooth(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
+    """Re-rank raw memories with their conversational neighbours' relevance, best first.
+
+    Neighbours are raw memories stored one after the other in the same session within 30
+    minutes; scores stay in [0, 1].
+    """
+    by_seq = {h.memory.seq: h for h in hits if h.memory.tier == 1 and h.memory.seq}
+    rescored: list[ScoredMemory] = []
+    for hit in hits:
+        boost = 0.0
+        for seq in (hit.memory.seq - 1, hit.memory.seq + 1):
+            other = by_seq.get(seq)
+            if other is not None and hit.memory.seq and _neighbours(hit, other):
+                boost = max(boost, other.score or 0.0)
+        score = ((hit.score or 0.0) + NEIGHBOUR_WEIGHT * boost) / (1 + NEIGHBOUR_WEIGHT)
+        rescored.append(ScoredMemory(hit.memory, score))
+    rescored.sort(key=lambda h: (-(h.score or 0.0), h.memory.id))
+    return rescored[:limit]

@@ -39,7 +39,7 @@ from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.keys import Access, hash_key, looks_like_key, missing_key, split_mode
 from mcp_memoryrouter.vault.prepare import Budget, build_context
-from mcp_memoryrouter.vault.retrieval import fuse, query_terms
+from mcp_memoryrouter.vault.retrieval import fuse, query_terms, smooth
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.tokens import est_tokens
 from mcp_memoryrouter.vault.window import Order
@@ -48,7 +48,7 @@ Clock = Callable[[], int]
 INSPECT_PAGE = 500
 MAX_DELETE_IDS = 500
 DATE_QUERY_CANDIDATES = 250
-CANDIDATES = 50  # per retrieval path, before fusion
+CANDIDATES = 150  # per retrieval path, before fusion
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ class VaultService:
     ) -> list[ScoredMemory]:
         """BM25 and vector candidates, fused (see :func:`retrieval.fuse`)."""
         embedder = self._embedders.get(self._embedders.resolve(embeddings))
-        depth = max(limit * 2, CANDIDATES)
+        depth = max(limit * 3, CANDIDATES)
         lexical = self._store.search_lexical(access.vault_id, query_terms(query), depth, where)
         dense: list[ScoredMemory] = []
         if embedder is not None:
@@ -194,7 +194,7 @@ class VaultService:
             dense = self._store.search_vectors(
                 access.vault_id, embedder.model_id, embedder.dim, vector, depth, where
             )
-        return fuse(lexical, dense, limit)
+        return smooth(fuse(lexical, dense, depth), limit)
 
     def prepare(
         self,

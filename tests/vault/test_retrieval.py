@@ -110,7 +110,10 @@ def test_vectors_are_kept_per_model_and_never_mixed(hybrid: Vault) -> None:
 
 
 def test_deletes_and_wipes_leave_no_trace_in_any_index(hybrid: Vault) -> None:
-    ids = hybrid.ingest("my car broke down", "berlin trip", "a kitten nap")["ids"]
+    ids = [
+        hybrid.ingest(text, date=f"2026-02-0{n + 1}")["ids"][0]  # not neighbours
+        for n, text in enumerate(["my car broke down", "berlin trip", "a kitten nap"])
+    ]
     hybrid.worker.drain()
     assert search(hybrid, "automobile")[0]["id"] == ids[0]
     hybrid.post("/v1/memory/delete-ids", {"ids": [ids[0]]})
@@ -235,3 +238,29 @@ def test_the_local_model_embeds_meaning_offline() -> None:
     )
     assert anchor.shape == (384,) and abs(float(np.linalg.norm(anchor)) - 1) < 1e-5
     assert float(anchor @ paraphrase) > 0.7 > 0.2 > float(anchor @ unrelated)
+
+
+def test_a_short_answer_is_found_through_the_turn_before_it(hybrid: Vault) -> None:
+    hybrid.ingest(
+        "Which city did you move to?", "Berlin, last spring.", date="2026-03-01T10:00:00Z"
+    )
+    hybrid.ingest("The kitten needs a vet.", date="2026-03-09T10:00:00Z")
+    hybrid.worker.drain()
+    rows = [m["content"] for m in search(hybrid, "which city did they move to", limit=2)]
+    assert rows == ["Which city did you move to?", "Berlin, last spring."]
+
+
+def test_neighbours_lift_each_other_only_within_one_conversation() -> None:
+    from mcp_memoryrouter.vault.domain import Memory, ScoredMemory
+    from mcp_memoryrouter.vault.retrieval import smooth
+
+    def hit(seq: int, score: float, date: int = 0, session: str | None = None) -> ScoredMemory:
+        memory = Memory(f"m{seq}", 1, "x", 1, date, date, "user", None, session, None, seq)
+        return ScoredMemory(memory, score)
+
+    near = smooth([hit(1, 1.0), hit(2, 0.1), hit(5, 0.2)], 3)
+    assert [h.memory.id for h in near] == ["m1", "m2", "m5"]  # m2 rides on m1
+    far = smooth([hit(1, 1.0), hit(2, 0.1, date=3_600_000), hit(5, 0.2)], 3)
+    assert [h.memory.id for h in far] == ["m1", "m5", "m2"]  # an hour apart: not neighbours
+    other = smooth([hit(1, 1.0, session="a"), hit(2, 0.1, session="b"), hit(5, 0.2)], 3)
+    assert [h.memory.id for h in other][1] == "m5"

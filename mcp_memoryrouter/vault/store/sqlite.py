@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -221,7 +222,7 @@ class SQLiteStore:
             return []
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
         sql = (
-            f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS rank FROM memories_fts "
+            f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS rank, m.seq FROM memories_fts "
             "JOIN memories m ON m.seq = memories_fts.rowid "
             "WHERE memories_fts MATCH ? AND m.vault_id = ?"
         )
@@ -242,7 +243,7 @@ class SQLiteStore:
         params.append(limit)
         with self._read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [ScoredMemory(memory_from_row(r), -float(r[10])) for r in rows]
+        return [ScoredMemory(replace(memory_from_row(r), seq=r[11]), -float(r[10])) for r in rows]
 
     def date_page(
         self, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int
@@ -340,7 +341,7 @@ class SQLiteStore:
                 f"WHERE m.vault_id = ? AND m.seq IN ({placeholders(len(hits))})",
                 [vault_id, *scores],
             ).fetchall()
-        found = [ScoredMemory(memory_from_row(r), scores[r[10]]) for r in rows]
+        found = [ScoredMemory(replace(memory_from_row(r), seq=r[10]), scores[r[10]]) for r in rows]
         return sorted(found, key=lambda h: -(h.score or 0.0))
 
     def pending_embeddings(self, vault_id: str) -> int:

@@ -10,12 +10,15 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.vault.dating import date_words
+from mcp_memoryrouter.vault.retrieval import NEIGHBOUR_GAP_MS
 from mcp_memoryrouter.vault.vectors import Pending, VectorIndex, VectorRow
 
 
-def embedding_text(content: str, date_from: int, date_to: int) -> str:
-    """What a memory's vector encodes: when it happened, then what it says."""
-    return f"{date_words(date_from, date_to)}: {content}"
+def embedding_text(content: str, date_from: int, date_to: int, before: str | None = None) -> str:
+    """What a memory's vector encodes: when it happened, the turn just before it in the same
+    conversation (a short answer means little without its question), then what it says."""
+    context = f"{before}\n" if before else ""
+    return f"{date_words(date_from, date_to)}: {context}{content}"
 
 
 def enqueue(conn: sqlite3.Connection, model: str | None, seqs: Sequence[int]) -> None:
@@ -33,11 +36,13 @@ def queued_models(conn: sqlite3.Connection) -> list[str]:
 def take(conn: sqlite3.Connection, model: str, limit: int) -> list[Pending]:
     rows = conn.execute(
         "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
-        "m.content FROM embed_queue q JOIN memories m ON m.seq = q.seq "
+        "m.content, p.content FROM embed_queue q JOIN memories m ON m.seq = q.seq "
+        "LEFT JOIN memories p ON p.seq = m.seq - 1 AND p.vault_id = m.vault_id AND p.tier = 1 "
+        "AND m.tier = 1 AND p.session_id IS m.session_id AND abs(p.date_from - m.date_from) <= ? "
         "WHERE q.model = ? ORDER BY q.seq LIMIT ?",
-        (model, limit),
+        (NEIGHBOUR_GAP_MS, model, limit),
     ).fetchall()
-    return [Pending(VectorRow(*r[:7]), embedding_text(r[7], r[4], r[5])) for r in rows]
+    return [Pending(VectorRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
 
 
 def put(
