@@ -12,7 +12,9 @@ each one as ``{"error": {"code", "message", "details"}}`` and nothing else.
     ├── PayloadTooLarge     413  payload_too_large   request body above the limit
     ├── RateLimited         429  rate_limited        too many requests for one key
     ├── StoreUnavailable    503  store_unavailable   the database cannot answer right now
-    └── TransportFailure    502  transport_failure   the client could not reach the vault
+    ├── TransportFailure    502  transport_failure   the client could not reach the vault
+    ├── ModelFailure        502  model_failure       the consolidation model gave no answer at all
+    └── InvalidAnswer       422  invalid_answer      the model's answer breaks the reflection contract
 """
 
 from __future__ import annotations
@@ -96,6 +98,20 @@ class TransportFailure(MemoryRouterError):
 
     status = 502
     code = "transport_failure"
+
+
+class ModelFailure(MemoryRouterError):
+    """Raised when the model command or endpoint fails, times out or answers no text."""
+
+    status = 502
+    code = "model_failure"
+
+
+class InvalidAnswer(MemoryRouterError):
+    """Raised when the model's answer holds no entries the reflection contract accepts."""
+
+    status = 422
+    code = "invalid_answer"
 
 
 _BY_CODE: dict[str, type[MemoryRouterError]] = {

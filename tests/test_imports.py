@@ -22,6 +22,9 @@ RULES = [
 ]
 # Pure rules: no I/O libraries, no clock reads.
 PURE = [
+    "window",
+    "prepare",
+    "dating",
     "tiers",
     "leases",
     "lineage",

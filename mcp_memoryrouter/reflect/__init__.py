@@ -12,9 +12,9 @@ against a local server and a remote one.
 - :mod:`.archive`, :mod:`.export`, :mod:`.importer` a whole vault as JSONL and back.
 """
 
+from mcp_memoryrouter.errors import InvalidAnswer, ModelFailure
 from mcp_memoryrouter.reflect.auto import AutoConsolidator, AutoOutcome
 from mcp_memoryrouter.reflect.batch import BatchResult, NothingFree, consolidate_batch
-from mcp_memoryrouter.reflect.errors import InvalidAnswer, ModelFailure
 from mcp_memoryrouter.reflect.loop import RunReport, backfill, run_triggered
 from mcp_memoryrouter.reflect.models import ChatModel, CommandModel, Model
 

@@ -13,9 +13,14 @@ from dataclasses import dataclass
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
+from mcp_memoryrouter.errors import (
+    InvalidAnswer,
+    InvalidRequest,
+    LeaseExpired,
+    ModelFailure,
+    NotFound,
+)
 from mcp_memoryrouter.reflect.debt import SourceTier
-from mcp_memoryrouter.reflect.errors import InvalidAnswer, ModelFailure
 from mcp_memoryrouter.reflect.models import Model
 from mcp_memoryrouter.reflect.parse import Entry, EntryRules, parse_answer
 from mcp_memoryrouter.reflect.prompt import model_input, retry_input

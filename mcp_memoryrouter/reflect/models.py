@@ -16,7 +16,7 @@ from typing import Any
 import anyio.to_thread
 import httpx2
 
-from mcp_memoryrouter.reflect.errors import ModelFailure
+from mcp_memoryrouter.errors import ModelFailure
 
 Model = Callable[[str], Awaitable[str]]
 DEFAULT_TIMEOUT = 600.0

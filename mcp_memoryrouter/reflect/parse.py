@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.reflect.errors import InvalidAnswer
+from mcp_memoryrouter.errors import InvalidAnswer
 
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```", re.DOTALL)
 _RANGE = re.compile(r"(\d+)\s*(?:to|-|\u2013)\s*(\d+)")

@@ -9,8 +9,8 @@ import sys
 import httpx2
 import pytest
 
+from mcp_memoryrouter.errors import ModelFailure
 from mcp_memoryrouter.reflect.batch import BatchResult, consolidate_batch
-from mcp_memoryrouter.reflect.errors import ModelFailure
 from mcp_memoryrouter.reflect.models import (
     ChatModel,
     CommandModel,

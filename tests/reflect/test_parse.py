@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mcp_memoryrouter import schemas
+from mcp_memoryrouter.errors import InvalidAnswer
 from mcp_memoryrouter.reflect.debt import next_tier, tiers_named
-from mcp_memoryrouter.reflect.errors import InvalidAnswer
 from mcp_memoryrouter.reflect.parse import Entry, EntryRules, parse_answer
 from mcp_memoryrouter.reflect.prompt import model_input, retry_input
 
