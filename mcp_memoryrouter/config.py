@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     db_pool_max: int = Field(default=10, ge=1, le=1000)
     lease_seconds: int = Field(default=900, ge=1, le=86_400)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # REST requests per key (or per client address without one): a token bucket of
+    # rate_limit_burst tokens (default: a minute's worth) refilled at this rate; 0 = off
+    rate_limit_per_minute: int = Field(default=600, ge=0)
+    rate_limit_burst: int | None = Field(default=None, ge=1)
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65_535)
     # retrieval: the default embedder (local | none | openai) and its options

@@ -17,7 +17,13 @@ from mcp_memoryrouter.vault.service import INSPECT_PAGE, IncomingMessage, VaultS
 
 _DAY_MS = 86_400_000
 _ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": schemas.ErrorEnvelope} for code in (400, 401, 403, 404, 409, 413, 503)
+    code: {"model": schemas.ErrorEnvelope} for code in (400, 401, 403, 404, 409, 413, 429, 503)
+}
+_ERRORS[429]["headers"] = {
+    "Retry-After": {
+        "description": "Whole seconds until the key may send another request.",
+        "schema": {"type": "integer", "minimum": 1},
+    }
 }
 
 

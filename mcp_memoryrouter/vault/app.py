@@ -14,6 +14,7 @@ from mcp_memoryrouter.vault.api import router
 from mcp_memoryrouter.vault.boundary import BodyLimit, install_error_handlers
 from mcp_memoryrouter.vault.embeddings import Embedder, Embedders, LocalMiniLM, OpenAICompatible
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.ratelimit import MonotonicMs, RateLimit, TokenBuckets
 from mcp_memoryrouter.vault.service import Clock, VaultService
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
@@ -21,6 +22,10 @@ from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
 def system_clock() -> int:
     return time.time_ns() // 1_000_000
+
+
+def monotonic_clock() -> int:
+    return time.monotonic_ns() // 1_000_000
 
 
 def open_store(settings: Settings) -> tuple[Store, str]:
@@ -86,7 +91,9 @@ def create_vault_app(
     service: VaultService | None = None,
     store_kind: str = "sqlite",
     clock: Clock | None = None,
+    rate_clock: MonotonicMs = monotonic_clock,
 ) -> FastAPI:
+    """``rate_clock`` (milliseconds, monotonic) is what the rate limit refills by."""
     if service is None:
         service, store_kind = build_service(settings, clock=clock)
     app = FastAPI(
@@ -101,4 +108,9 @@ def create_vault_app(
     install_error_handlers(app)
     app.include_router(router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.rate_limit_per_minute:
+        per_minute = settings.rate_limit_per_minute
+        burst = settings.rate_limit_burst or per_minute
+        # added last, so outermost: a throttled request is refused before its body is read
+        app.add_middleware(RateLimit, buckets=TokenBuckets(per_minute, burst, rate_clock))
     return app

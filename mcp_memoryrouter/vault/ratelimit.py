@@ -1,0 +1,116 @@
+"""Per-key rate limiting of the REST API: a token bucket for each presented key.
+
+Each caller owns a bucket of ``burst`` tokens that refills at ``per_minute`` tokens a minute;
+a request takes one token, and a request finding the bucket empty is answered 429 with
+``Retry-After`` (RFC 9110 §10.2.3; RFC 6585 §4) naming the whole seconds until a token is
+back. Callers are told apart by the SHA-256 of the key they present (with its mode suffix
+stripped, so ``mk_…:read`` shares its key's budget), or by client address when they present
+none. Keys are never held in memory in the clear.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_memoryrouter.errors import RateLimited
+from mcp_memoryrouter.vault.keys import hash_key, split_mode
+
+MonotonicMs = Callable[[], int]
+UNLIMITED_PATHS = frozenset({"/healthz"})  # load balancers probe it; it reads nothing
+MAX_BUCKETS = 10_000  # past this many callers, buckets that are full again are forgotten
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at_ms: int
+
+
+class TokenBuckets:
+    """``take(caller)`` spends one token, answering None, or the seconds to wait."""
+
+    def __init__(self, per_minute: int, burst: int, clock: MonotonicMs) -> None:
+        if per_minute < 1 or burst < 1:
+            raise ValueError("per_minute and burst must be at least 1")
+        self.per_minute = per_minute
+        self.burst = burst
+        self._per_ms = per_minute / 60_000
+        self._clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, caller: str) -> float | None:
+        now = self._clock()
+        bucket = self._buckets.get(caller)
+        if bucket is None:
+            self._forget_full(now)
+            bucket = self._buckets[caller] = _Bucket(float(self.burst), now)
+        elapsed = max(0, now - bucket.at_ms)  # a clock that steps back refills nothing
+        bucket.tokens = min(float(self.burst), bucket.tokens + elapsed * self._per_ms)
+        bucket.at_ms = now
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            return None
+        return (1 - bucket.tokens) / self._per_ms / 1000
+
+    def _forget_full(self, now: int) -> None:
+        if len(self._buckets) < MAX_BUCKETS:
+            return
+        for caller, bucket in list(self._buckets.items()):
+            if bucket.tokens + (now - bucket.at_ms) * self._per_ms >= self.burst:
+                del self._buckets[caller]
+
+
+def caller_of(scope: Scope) -> str:
+    """The hash of the presented key (the headers ``api.presented_key`` reads, in its
+    order), else the client address."""
+    headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    key = headers.get(b"x-memory-key")
+    if not key:
+        scheme, _, token = headers.get(b"authorization", "").partition(" ")
+        key = token.strip() if scheme.lower() == "bearer" else None
+    key = key or headers.get(b"x-api-key")
+    if key:
+        return "key:" + hash_key(split_mode(key)[0])
+    client = scope.get("client")
+    return "addr:" + (str(client[0]) if client else "unknown")
+
+
+class RateLimit:
+    """ASGI middleware answering 429 in the error envelope when a caller's bucket is empty."""
+
+    def __init__(self, app: ASGIApp, buckets: TokenBuckets) -> None:
+        self.app = app
+        self.buckets = buckets
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        wait = self.buckets.take(caller_of(scope))
+        if wait is None:
+            await self.app(scope, receive, send)
+            return
+        retry_after = max(1, math.ceil(wait))
+        error = RateLimited(
+            f"too many requests: at most {self.buckets.per_minute} a minute per key "
+            f"(bursts of {self.buckets.burst}); retry after {retry_after} s",
+            {"retry_after": retry_after},
+        )
+        payload = json.dumps(error.envelope()).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 429,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                    (b"retry-after", str(retry_after).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,55 @@
+"""Schemathesis over the vault's own ``/openapi.json``, in-process, with a valid key: no
+route answers 5xx, and every answer matches what the schema declares for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis import BaseSchema, checks
+
+from tests.support import Vault, make_vault
+
+CHECKS: list[schemathesis.CheckFunction] = [
+    checks.not_a_server_error,
+    checks.status_code_conformance,
+    checks.content_type_conformance,
+    checks.response_schema_conformance,
+    checks.response_headers_conformance,
+]
+
+
+@pytest.fixture(scope="module")
+def fuzzed_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
+    vault = make_vault(tmp_path_factory.mktemp("openapi"))
+    vault.ingest("We chose Postgres for auth.", "Ana prefers tea.")
+    yield vault
+    vault.http.close()
+    vault.store.close()
+
+
+@pytest.fixture(scope="module")
+def api_schema(fuzzed_vault: Vault) -> BaseSchema:
+    loaded = schemathesis.openapi.from_asgi("/openapi.json", fuzzed_vault.app)
+    # valid bodies and broken ones (wrong types, missing fields, out-of-range values)
+    loaded.config.generation.update(modes=list(schemathesis.GenerationMode))
+    return loaded
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+def test_every_route_answers_within_its_declared_schema(
+    case: schemathesis.Case[Any], fuzzed_vault: Vault
+) -> None:
+    case.call_and_validate(headers={"X-Memory-Key": fuzzed_vault.key}, checks=CHECKS)
