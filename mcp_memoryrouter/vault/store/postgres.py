@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -211,7 +212,7 @@ class PostgresStore:
         query = " or ".join(terms)
         conditions, params = filter_sql(where)
         statement = (
-            f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.tsv, q) AS rank "
+            f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.tsv, q) AS rank, m.seq "
             "FROM memories m, websearch_to_tsquery('english', %s) q "
             f"WHERE m.tsv @@ q AND m.vault_id = %s{conditions} "
             "ORDER BY rank DESC, m.seq LIMIT %s"
@@ -219,7 +220,7 @@ class PostgresStore:
         rows = self._run(
             lambda c: c.execute(statement, [query, vault_id, *params, limit]).fetchall()
         )
-        return [ScoredMemory(memory_from_row(r), float(r[10])) for r in rows]
+        return [ScoredMemory(replace(memory_from_row(r), seq=r[11]), float(r[10])) for r in rows]
 
     def date_page(
         self, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import psycopg
 from psycopg import sql
 
 from mcp_memoryrouter.vault.domain import ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.retrieval import NEIGHBOUR_GAP_MS
 from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS, filter_sql
 from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
 from mcp_memoryrouter.vault.store.sqlite_vectors import embedding_text
@@ -56,10 +58,14 @@ def take(conn: Conn, model: str, limit: int) -> list[Pending]:
         "AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) "
         "ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING seq) "
         "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
-        "m.content FROM claimed q JOIN memories m ON m.seq = q.seq ORDER BY m.seq",
-        (model, limit),
+        "m.content, p.content FROM claimed q JOIN memories m ON m.seq = q.seq "
+        # the turn just before, in the same conversation (see retrieval.NEIGHBOUR_GAP_MS)
+        "LEFT JOIN memories p ON p.seq = m.seq - 1 AND p.vault_id = m.vault_id AND p.tier = 1 "
+        "AND m.tier = 1 AND p.session_id IS NOT DISTINCT FROM m.session_id "
+        "AND abs(p.date_from - m.date_from) <= %s ORDER BY m.seq",
+        (model, limit, NEIGHBOUR_GAP_MS),
     ).fetchall()
-    return [Pending(VectorRow(*r[:7]), embedding_text(r[7], r[4], r[5])) for r in rows]
+    return [Pending(VectorRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
 
 
 def put(
@@ -136,8 +142,8 @@ def search(
         # Exact: score every filtered row. OFFSET 0 fences the subquery so the ORDER BY can
         # not be served by the approximate index.
         statement = (
-            f"SELECT * FROM (SELECT {MEMORY_COLUMNS}, {distance} AS dist {scope} OFFSET 0) s "
-            "ORDER BY dist, id LIMIT %s"
+            f"SELECT * FROM (SELECT {MEMORY_COLUMNS}, {distance} AS dist, m.seq {scope} "
+            "OFFSET 0) s ORDER BY dist, id LIMIT %s"
         )
     else:
         # The filter is broad: the approximate index is the path, chosen here rather than
@@ -147,9 +153,11 @@ def search(
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
         conn.execute("SET LOCAL enable_sort = off")
-        statement = f"SELECT {MEMORY_COLUMNS}, {distance} AS dist {scope} ORDER BY dist LIMIT %s"
+        statement = (
+            f"SELECT {MEMORY_COLUMNS}, {distance} AS dist, m.seq {scope} ORDER BY dist LIMIT %s"
+        )
     rows = conn.execute(statement, [vector_literal(query), vault_id, *params, k]).fetchall()
-    hits = [ScoredMemory(memory_from_row(r), 1.0 - float(r[10])) for r in rows]
+    hits = [ScoredMemory(replace(memory_from_row(r), seq=r[11]), 1.0 - float(r[10])) for r in rows]
     return sorted(hits, key=lambda h: -(h.score or 0.0))
 
 
