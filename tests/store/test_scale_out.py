@@ -67,6 +67,7 @@ def server_process(database_url: str, tmp_path: Path, lease_seconds: int) -> Ite
         "MEMORYROUTER_EMBEDDINGS": "none",
         "MEMORYROUTER_LEASE_SECONDS": str(lease_seconds),
         "MEMORYROUTER_DB_POOL_MAX": "8",
+        "MEMORYROUTER_RATE_LIMIT_PER_MINUTE": "0",  # one key drives every worker here
     }
     process = subprocess.Popen(
         [
