@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
 import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
@@ -237,3 +239,20 @@ def test_embedding_workers_on_two_replicas_share_the_queue(
     rng = np.random.default_rng(5)
     one.put_vectors("m", first, unit(rng, len(first)))
     assert one.pending_embeddings("v") == 4  # the other replica's claim is still queued
+
+
+def test_connections_the_server_dropped_are_replaced_before_use(
+    url: str, postgres_databases: pg.Databases
+) -> None:
+    store = PostgresStore(url, pool_min=2, pool_max=2)
+    try:
+        store.create_vault("v", "vr_v", T0)
+        with psycopg.connect(postgres_databases.admin_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (urlsplit(url).path.lstrip("/"),),
+            )
+        assert store.vault_count() == 1  # not a 503
+        assert store.counters("v").raw_units == 0
+    finally:
+        store.close()

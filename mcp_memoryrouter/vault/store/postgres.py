@@ -80,6 +80,9 @@ class PostgresStore:
                 max_size=max(pool_min, pool_max),
                 timeout=timeout,
                 kwargs={"prepare_threshold": None},
+                # A connection the server dropped (a restart, a failover) is replaced before
+                # use instead of failing one request.
+                check=ConnectionPool.check_connection,
                 name="memoryrouter",
                 open=True,
             )
