@@ -34,8 +34,23 @@ def _check_number(value: Any) -> Any:
     return value
 
 
+def _unicode(value: Any) -> Any:
+    """Refuse lone surrogates: JSON can escape them, UTF-8 cannot carry them."""
+    for text in value if isinstance(value, list) else [value]:
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("text must be valid Unicode: it holds a lone surrogate") from None
+    return value
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
+    # JSON bodies are refused by the parser already; this holds for models built in Python
+    # (the MCP tools), so such text is refused, not sent on to crash the HTTP client.
+    _unicode = field_validator("*")(_unicode)
 
 
 # --- requests ---------------------------------------------------------------------------

@@ -22,7 +22,9 @@ def to_ms(moment: datetime) -> int:
 def format_ms(ms: int) -> str:
     """Render epoch milliseconds as ``2026-02-01T04:11:09.000Z``."""
     moment = _EPOCH + timedelta(milliseconds=ms)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # the year by hand: strftime("%Y") does not pad years before 1000 on every platform
+    stamp = f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.")
+    return stamp + f"{moment.microsecond // 1000:03d}Z"
 
 
 def parse_moment(text: str, *, field: str, end_of_day: bool = False) -> int:
@@ -45,4 +47,12 @@ def parse_moment(text: str, *, field: str, end_of_day: bool = False) -> int:
         ) from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    try:
+        # an offset can carry a moment past year 9999 or before year 1 in UTC, where
+        # no date can be rendered
+        moment = moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidRequest(
+            f"{field} is outside the years 0001 to 9999 in UTC", {"field": field}
+        ) from exc
     return to_ms(moment)

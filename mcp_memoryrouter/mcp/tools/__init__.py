@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import ValidationError
 
 from mcp_memoryrouter.auth.scopes import PolicyError, ScopePolicy
 from mcp_memoryrouter.errors import MemoryRouterError
@@ -31,11 +32,17 @@ verbatim memories. Only tiers 2 and 3 carry importance (1-10). Match filters to 
 
 @asynccontextmanager
 async def backend_errors() -> AsyncIterator[None]:
-    """Turn a vault rejection into an ``isError`` result whose text names the problem."""
+    """Turn a vault rejection, or arguments the wire models refuse, into an ``isError``
+    result whose text names the problem."""
     try:
         yield
     except MemoryRouterError as exc:
         raise ToolError(f"{exc.code}: {exc.message}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "arguments"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ToolError(f"invalid_request: {field}: {message}") from exc
 
 
 class Catalog:

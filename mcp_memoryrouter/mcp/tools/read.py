@@ -93,7 +93,9 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
         ),
     )
     async def search_memories(
-        query: Annotated[str, Field(min_length=1, description="What to look for.")],
+        query: Annotated[
+            str, Field(min_length=1, max_length=10_000, description="What to look for.")
+        ],
         limit: Annotated[int, Field(ge=1, le=250, description="How many results (1-250).")] = 10,
         tiers: Tiers = None,
         importance: MinImportance = None,
@@ -146,7 +148,9 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
             str, Field(description="Start: ISO date (whole UTC day) or datetime.")
         ],
         to_date: Annotated[str | None, Field(description="End (inclusive); default now.")] = None,
-        query: Annotated[str | None, Field(description="Optional relevance query.")] = None,
+        query: Annotated[
+            str | None, Field(max_length=10_000, description="Optional relevance query.")
+        ] = None,
         tiers: Tiers = None,
         importance: MinImportance = None,
         max_tokens: Annotated[
@@ -156,18 +160,18 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
     ) -> DateSearchOutput:
         binding = await resolve()
         binding.require("memories:read")
-        body = schemas.DateSearchRequest.model_validate(
-            {
-                "from": from_date,
-                "to": to_date,
-                "query": query,
-                "tiers": tiers,
-                "importance": importance,
-                "max_tokens": max_tokens,
-                "order": order,
-            }
-        )
         async with backend_errors():
+            body = schemas.DateSearchRequest.model_validate(
+                {
+                    "from": from_date,
+                    "to": to_date,
+                    "query": query,
+                    "tiers": tiers,
+                    "importance": importance,
+                    "max_tokens": max_tokens,
+                    "order": order,
+                }
+            )
             found = await binding.vault.date_search(body)
         return DateSearchOutput(
             memories=found.memories,
@@ -188,7 +192,12 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
         ),
     )
     async def inspect_memory(
-        memory_id: Annotated[str, Field(description="An id from search results or inspect.")],
+        memory_id: Annotated[
+            str,
+            Field(
+                min_length=1, max_length=200, description="An id from search results or inspect."
+            ),
+        ],
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> schemas.InspectResponse:
         binding = await resolve()
@@ -236,7 +245,9 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
             "citation; read one in full with fetch. Prefer search_memories when it is available."
         ),
     )
-    async def search(query: Annotated[str, Field(min_length=1)]) -> SearchResults:
+    async def search(
+        query: Annotated[str, Field(min_length=1, max_length=10_000)],
+    ) -> SearchResults:
         binding = await resolve()
         binding.require("memories:read")
         async with backend_errors():
@@ -255,7 +266,7 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
             "result gave, for reading or citing it."
         ),
     )
-    async def fetch(id: Annotated[str, Field(min_length=1)]) -> FetchedMemory:
+    async def fetch(id: Annotated[str, Field(min_length=1, max_length=200)]) -> FetchedMemory:
         binding = await resolve()
         binding.require("memories:read")
         async with backend_errors():

@@ -112,16 +112,16 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
         ),
     )
     async def commit_reflections(
-        batch_id: Annotated[str, Field(min_length=1)],
+        batch_id: Annotated[str, Field(min_length=1, max_length=200)],
         entries: Annotated[list[Entry], Field(min_length=1, max_length=100)],
     ) -> CommitOutput:
         binding = await resolve()
         binding.require("memories:reflect")
-        body = schemas.CommitRequest(
-            batch_id=batch_id,
-            entries=[schemas.EntryIn(text=e.text, importance=e.importance) for e in entries],
-        )
         async with backend_errors():
+            body = schemas.CommitRequest(
+                batch_id=batch_id,
+                entries=[schemas.EntryIn(text=e.text, importance=e.importance) for e in entries],
+            )
             done = await binding.vault.commit(body)
         return CommitOutput(
             committed=done.committed,

@@ -55,10 +55,10 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
                 f"refused: the text looks like it contains {secret}. Secrets must not go into "
                 "long-term memory; store the fact without the secret value instead."
             )
-        body = schemas.IngestRequest(
-            messages=[schemas.MessageIn(role=role, content=content, date=date)]
-        )
         async with backend_errors():
+            body = schemas.IngestRequest(
+                messages=[schemas.MessageIn(role=role, content=content, date=date)]
+            )
             result = await binding.vault.ingest(body)
         return StoreOutput(
             stored=result.stored,

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx2
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp.client import Client
+
+from mcp_memoryrouter.auth.scopes import load_policy
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.server import build_server
+from tests.support import Vault, make_vault
+
+
+@dataclass
+class ToolHarness:
+    """An in-memory MCP client over the tools, bound to one vault's key; calls run on a
+    portal's event loop so synchronous hypothesis tests can drive them."""
+
+    vault: Vault
+    client: Client
+    portal: BlockingPortal
+    ids: list[str]  # raw memories in the vault
+
+
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolHarness]:
+    vault = make_vault(tmp_path_factory.mktemp("tools"))
+    ids = vault.ingest("We chose Postgres for auth.", "Ana prefers tea in the morning.")["ids"]
+    vault_client = VaultClient(
+        "http://vault.internal", transport=httpx2.ASGITransport(app=vault.app)
+    )
+    server = build_server(Binder(vault_client, vault.key), load_policy())
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(Client(server)) as client,
+    ):
+        yield ToolHarness(vault, client, portal, ids)
+        portal.call(vault_client.aclose)
+    vault.http.close()
+    vault.store.close()
