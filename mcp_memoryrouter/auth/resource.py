@@ -85,8 +85,9 @@ class ScopeGate:
             return
         try:
             message = json.loads(body)
-        except ValueError:
-            message = None  # the MCP transport answers malformed JSON itself
+        except (ValueError, RecursionError):
+            # the MCP transport answers malformed (or absurdly nested) JSON itself
+            message = None
         granted = set(user.scopes)
         for rpc in message if isinstance(message, list) else [message]:
             needed = _required(self.policy, rpc)
