@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -82,7 +83,8 @@ def server() -> Iterator[str]:
     finally:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            instance.cleanup()
+            instance.cleanup()  # stops the server and deletes its data directory
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Databases:
