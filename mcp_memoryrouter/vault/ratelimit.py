@@ -21,7 +21,10 @@ from mcp_memoryrouter.errors import RateLimited
 from mcp_memoryrouter.vault.keys import hash_key, split_mode
 
 MonotonicMs = Callable[[], int]
-UNLIMITED_PATHS = frozenset({"/healthz"})  # load balancers probe it; it reads nothing
+# /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (cached
+# there for 30 s); throttling it would fail authentication itself, not the work. Neither
+# reads a vault, and a key's 256 random bits make guessing pointless at any rate.
+UNLIMITED_PATHS = frozenset({"/healthz", "/v1/keys/current"})
 MAX_BUCKETS = 10_000  # past this many callers, buckets that are full again are forgotten
 
 

@@ -81,8 +81,12 @@ def test_a_throttled_write_stores_nothing(limited: LimitedVault) -> None:
     assert limited.memories() == 0
 
 
-def test_healthz_is_never_limited(limited: LimitedVault) -> None:
+def test_healthz_and_the_key_lookup_are_never_limited(limited: LimitedVault) -> None:
     assert {limited.http.get("/healthz").status_code for _ in range(10)} == {200}
+    headers = {"X-Memory-Key": limited.key}
+    current = {limited.http.get("/v1/keys/current", headers=headers).status_code for _ in range(10)}
+    assert current == {200}
+    assert search(limited) == 200  # and the lookups spent nothing
 
 
 @pytest.mark.parametrize("limited", [(0, None)], indirect=True)
