@@ -132,3 +132,14 @@ def test_memory_text_that_is_not_unicode_is_refused_and_not_stored(
     answer = response.json()
     assert "error" in answer or answer["result"]["isError"] is True
     assert mcp.memories() == 0
+
+
+def test_a_body_over_four_mib_is_413_without_authentication_too(tmp_path: Path) -> None:
+    server = create_server(Settings(data_dir=tmp_path, embeddings="none", auth="none"))
+    filler = b"x" * (MAX_MCP_BODY + 1)
+    body = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"store_memory",'
+    body += b'"arguments":{"content":"' + filler + b'"}}}'
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    with live_server(server.app, lifespan="on") as url:
+        response = httpx2.post(url + "/mcp", content=body, headers=headers, timeout=30)
+    assert response.status_code == 413

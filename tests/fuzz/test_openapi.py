@@ -11,6 +11,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import BaseSchema, checks
 
+from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.vault.app import create_vault_app
 from tests.support import Vault, make_vault
 
 CHECKS: list[schemathesis.CheckFunction] = [
@@ -32,8 +34,11 @@ def fuzzed_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
 
 
 @pytest.fixture(scope="module")
-def api_schema(fuzzed_vault: Vault) -> BaseSchema:
-    loaded = schemathesis.openapi.from_asgi("/openapi.json", fuzzed_vault.app)
+def api_schema(fuzzed_vault: Vault, tmp_path_factory: pytest.TempPathFactory) -> BaseSchema:
+    # the same service without the rate limit: hundreds of cases must reach the routes
+    settings = Settings(data_dir=tmp_path_factory.mktemp("unlimited"), rate_limit_per_minute=0)
+    app = create_vault_app(settings, service=fuzzed_vault.service)
+    loaded = schemathesis.openapi.from_asgi("/openapi.json", app)
     # valid bodies and broken ones (wrong types, missing fields, out-of-range values)
     loaded.config.generation.update(modes=list(schemathesis.GenerationMode))
     return loaded
