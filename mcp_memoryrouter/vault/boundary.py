@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -63,6 +64,27 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(MemoryRouterError, _known)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(Exception, _unexpected)
+    app.openapi = _without_422(app)  # type: ignore[method-assign]
+
+
+def _without_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """The OpenAPI document without FastAPI's 422 answers: validation failures are 400 in
+    the envelope here, which every route declares."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            for item in document.get("paths", {}).values():
+                for operation in item.values():
+                    operation.get("responses", {}).pop("422", None)
+            schemas = document.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    return openapi
 
 
 class BodyLimit:

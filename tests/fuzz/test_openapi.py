@@ -58,3 +58,26 @@ def test_every_route_answers_within_its_declared_schema(
     case: schemathesis.Case[Any], fuzzed_vault: Vault
 ) -> None:
     case.call_and_validate(headers={"X-Memory-Key": fuzzed_vault.key}, checks=CHECKS)
+
+
+ENVELOPE_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "503"}
+
+
+def test_every_operation_declares_the_error_envelope_and_never_422(fuzzed_vault: Vault) -> None:
+    document = fuzzed_vault.http.get("/openapi.json").json()
+    envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            responses = operation["responses"]
+            assert "422" not in responses, (method, path)
+            assert set(responses) >= ENVELOPE_STATUSES, (method, path)
+            for status in ENVELOPE_STATUSES:
+                body = responses[status]["content"]["application/json"]["schema"]
+                assert body == envelope, (method, path, status)
+    assert (
+        "Retry-After"
+        in document["paths"]["/v1/memory/search"]["post"]["responses"]["429"]["headers"]
+    )
+    ingest = document["paths"]["/v1/memory/ingest"]["post"]["responses"]
+    assert "202" in ingest and "200" not in ingest
+    assert "HTTPValidationError" not in document["components"]["schemas"]
