@@ -37,11 +37,14 @@ class _Bucket:
 class TokenBuckets:
     """``take(caller)`` spends one token, answering None, or the seconds to wait."""
 
-    def __init__(self, per_minute: int, burst: int, clock: MonotonicMs) -> None:
+    def __init__(
+        self, per_minute: int, burst: int, clock: MonotonicMs, *, max_buckets: int = MAX_BUCKETS
+    ) -> None:
         if per_minute < 1 or burst < 1:
             raise ValueError("per_minute and burst must be at least 1")
         self.per_minute = per_minute
         self.burst = burst
+        self._max_buckets = max_buckets
         self._per_ms = per_minute / 60_000
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
@@ -61,7 +64,7 @@ class TokenBuckets:
         return (1 - bucket.tokens) / self._per_ms / 1000
 
     def _forget_full(self, now: int) -> None:
-        if len(self._buckets) < MAX_BUCKETS:
+        if len(self._buckets) < self._max_buckets:
             return
         for caller, bucket in list(self._buckets.items()):
             if bucket.tokens + (now - bucket.at_ms) * self._per_ms >= self.burst:

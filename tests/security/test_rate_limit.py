@@ -115,3 +115,16 @@ def test_a_bucket_never_holds_more_than_its_burst() -> None:
     assert buckets.take("k") is None
     assert buckets.take("k") is None
     assert buckets.take("k") is not None
+
+
+def test_buckets_that_refilled_are_forgotten_once_there_are_many_callers() -> None:
+    clock = FakeClock()
+    buckets = TokenBuckets(60, 2, clock, max_buckets=3)
+    for caller in ("a", "b", "c"):
+        buckets.take(caller)
+    clock.advance(1)  # a, b and c are full again
+    buckets.take("a")
+    buckets.take("a")
+    buckets.take("d")  # the fourth caller: b and c are forgotten, a (spent) is kept
+    assert buckets.take("a") is not None
+    assert buckets.take("b") is None
