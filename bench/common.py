@@ -26,7 +26,12 @@ def free_port() -> int:
 def server(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """``mcp-memoryrouter serve`` as its own process on a free loopback port."""
     port = free_port()
-    env = {**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), **(extra_env or {})}
+    env = {
+        **os.environ,
+        "MEMORYROUTER_DATA_DIR": str(data_dir),
+        "MEMORYROUTER_RATE_LIMIT_PER_MINUTE": "0",  # a benchmark is one key at full speed
+        **(extra_env or {}),
+    }
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
         env=env,

@@ -13,8 +13,8 @@ each one as ``{"error": {"code", "message", "details"}}`` and nothing else.
     ├── RateLimited         429  rate_limited        too many requests for one key
     ├── StoreUnavailable    503  store_unavailable   the database cannot answer right now
     ├── TransportFailure    502  transport_failure   the client could not reach the vault
-    ├── ModelFailure        502  model_failure       the consolidation model gave no answer at all
-    └── InvalidAnswer       422  invalid_answer      the model's answer breaks the reflection contract
+    ├── ModelFailure        502  model_failure       the model gave no answer at all
+    └── InvalidAnswer       422  invalid_answer      the answer breaks the reflection contract
 """
 
 from __future__ import annotations
