@@ -77,8 +77,11 @@ def date_page(
             _reflections(conn, vault_id, higher, start, end, order, where.min_importance)
         )
     newest = order == "newest_first"
-    merged = heapq.merge(*streams, key=lambda m: (sort_key(m, order), m.id), reverse=newest)
-    page = take_page(merged, order, budget)
+    # Keys clamped into the window: the rows a stream yields last (reflections reaching past
+    # the window's edge) share the edge as their key, so each key's rows stay contiguous.
+    bounds = (start, end)
+    merged = heapq.merge(*streams, key=lambda m: (sort_key(m, order, bounds), m.id), reverse=newest)
+    page = take_page(merged, order, budget, bounds)
     for stream in streams:
         stream.close()  # type: ignore[attr-defined]
     return page
