@@ -264,3 +264,12 @@ def test_neighbours_lift_each_other_only_within_one_conversation() -> None:
     assert [h.memory.id for h in far] == ["m1", "m5", "m2"]  # an hour apart: not neighbours
     other = smooth([hit(1, 1.0, session="a"), hit(2, 0.1, session="b"), hit(5, 0.2)], 3)
     assert [h.memory.id for h in other][1] == "m5"
+
+
+def test_reflections_are_embedded_and_found_by_meaning(hybrid: Vault) -> None:
+    hybrid.ingest("my car broke down")
+    commit(hybrid, checkout(hybrid)["batch_id"], [{"text": "A physician helped.", "importance": 5}])
+    assert stats(hybrid)["pending_embeddings"] == 2  # the raw memory and the reflection
+    hybrid.worker.drain()
+    rows = search(hybrid, "doctor", tiers=[2])
+    assert [m["content"] for m in rows] == ["A physician helped."]

@@ -274,7 +274,7 @@ class PostgresStore:
     ) -> list[Created]:
         return self._run(
             lambda c: postgres_reflect.import_reflections(
-                c, vault_id, tier, entries, source_ids, covers, now_ms
+                c, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
             )
         )
 

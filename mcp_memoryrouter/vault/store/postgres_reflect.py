@@ -17,6 +17,7 @@ import psycopg
 
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
 from mcp_memoryrouter.vault import leases, lineage, tiers
+from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.domain import (
     Batch,
     Candidate,
@@ -149,6 +150,7 @@ def commit(
         (covers_from, covers_to),
         batch_id,
         now_ms,
+        embed_model,
     )
     conn.execute(
         "UPDATE batches SET committed_ms = %s, created_json = %s, sources_consolidated = %s "
@@ -172,6 +174,7 @@ def _create_reflections(
     covers: tuple[int, int],
     batch_id: str | None,
     now_ms: int,
+    embed_model: str | None,
 ) -> list[Created]:
     """Insert the reflections, link each to every source, mark the sources consolidated and
     move the counters: the part of a commit every way of creating reflections shares."""
@@ -179,7 +182,8 @@ def _create_reflections(
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
-            "date_to, batch_id, created_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "date_to, batch_id, created_ms, dated) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
                     c.id,
@@ -192,9 +196,16 @@ def _create_reflections(
                     covers[1],
                     batch_id,
                     now_ms,
+                    date_words(*covers),
                 )
                 for c, e in zip(created, entries, strict=True)
             ],
+        )
+    if embed_model is not None:  # queued in the same transaction: a crash loses nothing
+        conn.execute(
+            "INSERT INTO embed_queue (seq, model) SELECT seq, %s FROM memories "
+            "WHERE id = ANY(%s) ON CONFLICT DO NOTHING",
+            (embed_model, [c.id for c in created]),
         )
     source_ids = [s[0] for s in sources]
     conn.execute(
@@ -219,6 +230,7 @@ def import_reflections(
     source_ids: Sequence[str],
     covers: tuple[int, int] | None,
     now_ms: int,
+    embed_model: str | None,
 ) -> list[Created]:
     """Recreate reflections (from an export) with lineage to sources already in the vault."""
     rows = conn.execute(
@@ -247,7 +259,9 @@ def import_reflections(
         if not windows:
             raise InvalidRequest("give covers when there are no source_ids", {"field": "covers"})
         covers = (min(w[0] for w in windows), max(w[1] for w in windows))
-    return _create_reflections(conn, vault_id, target, entries, sources, covers, None, now_ms)
+    return _create_reflections(
+        conn, vault_id, target, entries, sources, covers, None, now_ms, embed_model
+    )
 
 
 def _move_counters(

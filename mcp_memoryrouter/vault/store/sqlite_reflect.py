@@ -9,6 +9,7 @@ from collections.abc import Generator, Sequence
 
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
 from mcp_memoryrouter.vault import leases, lineage, tiers
+from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.domain import (
     Batch,
     Candidate,
@@ -164,7 +165,7 @@ def _create_reflections(
     created = [Created(new_memory_id(), e.importance) for e in entries]
     conn.executemany(
         "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
-        "date_to, batch_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "date_to, batch_id, created_ms, dated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 c.id,
@@ -177,10 +178,17 @@ def _create_reflections(
                 covers[1],
                 batch_id,
                 now_ms,
+                date_words(*covers),
             )
             for c, e in zip(created, entries, strict=True)
         ],
     )
+    if embed_model is not None:  # queued in the same transaction: a crash loses nothing
+        conn.executemany(
+            "INSERT OR IGNORE INTO embed_queue (seq, model) SELECT seq, ? FROM memories "
+            "WHERE id = ?",
+            [(embed_model, c.id) for c in created],
+        )
     conn.executemany(
         "INSERT INTO lineage (parent_id, child_id, vault_id) VALUES (?, ?, ?)",
         [(c.id, s[0], vault_id) for c in created for s in sources],
