@@ -143,7 +143,9 @@ def measure(size: int, samples: int, database_url: str | None) -> dict[str, list
         )
         results: dict[str, list[float]] = {}
         with (
-            server(Path(tmp), env) as url,
+            # The vault's own operations: lexical search, no background embedding competing
+            # for the CPU (bench/search.py measures hybrid search).
+            server(Path(tmp), {**env, "MEMORYROUTER_EMBEDDINGS": "none"}) as url,
             httpx2.Client(
                 base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60
             ) as http,

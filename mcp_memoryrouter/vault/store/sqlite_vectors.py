@@ -84,7 +84,10 @@ def load_index(conn: sqlite3.Connection, model: str, dim: int) -> VectorIndex:
 
 def pending_count(conn: sqlite3.Connection, vault_id: str) -> int:
     (count,) = conn.execute(
-        "SELECT count(*) FROM embed_queue q JOIN memories m ON m.seq = q.seq WHERE m.vault_id = ?",
+        # CROSS JOIN keeps the queue as the outer loop: the cost follows the queue, not the
+        # vault (with a plain JOIN the planner walked every row of the vault).
+        "SELECT count(*) FROM embed_queue q CROSS JOIN memories m ON m.seq = q.seq "
+        "WHERE m.vault_id = ?",
         (vault_id,),
     ).fetchone()
     return int(count)
