@@ -11,6 +11,22 @@ MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+COMMON_SHARE = 0.1  # a term in more than this share of all memories barely ranks anything
+PRUNE_FROM_ROWS = 1_000  # below this, scoring every match is cheap: keep every term
+
+
+def prune_common(terms: Sequence[str], doc_freq: dict[str, int], total: int) -> list[str]:
+    """Drop query terms that occur in more than 10% of all memories (IDF near zero, yet
+    each one makes BM25 score a large share of the index); keep the rarest when every term
+    is common. Terms the index does not know are kept."""
+    if total < PRUNE_FROM_ROWS:
+        return list(terms)
+    kept = [t for t in terms if doc_freq.get(t, 0) <= COMMON_SHARE * total]
+    if kept or not terms:
+        return kept
+    return [min(terms, key=lambda t: doc_freq.get(t, 0))]
+
+
 def query_terms(query: str) -> list[str]:
     """Distinct lower-cased words of the query, in order, at most 32."""
     seen: dict[str, None] = {}

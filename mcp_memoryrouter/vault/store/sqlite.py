@@ -40,6 +40,7 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
+from mcp_memoryrouter.vault.retrieval import prune_common
 from mcp_memoryrouter.vault.store import sqlite_reflect, sqlite_vectors, sqlite_window
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
 from mcp_memoryrouter.vault.tiers import Selection
@@ -220,6 +221,8 @@ class SQLiteStore:
     ) -> list[ScoredMemory]:
         if not terms:
             return []
+        with self._read() as conn:
+            terms = self._without_common(conn, terms)
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
         sql = (
             f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS rank, m.seq FROM memories_fts "
@@ -250,6 +253,15 @@ class SQLiteStore:
     ) -> Page:
         with self._read() as conn:
             return sqlite_window.date_page(conn, vault_id, start, end, order, where, budget)
+
+    @staticmethod
+    def _without_common(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
+        rows = conn.execute(
+            f"SELECT term, doc FROM memories_vocab WHERE term IN ({placeholders(len(terms))})",
+            list(terms),
+        ).fetchall()
+        (total,) = conn.execute("SELECT coalesce(sum(n1 + n2 + n3), 0) FROM vaults").fetchone()
+        return prune_common(terms, {r[0]: r[1] for r in rows}, int(total))
 
     # --- consolidation -----------------------------------------------------------------
 
