@@ -149,3 +149,16 @@ def test_contract_instructions_differ_per_target_tier_and_carry_the_version() ->
     assert two["instructions"] != three["instructions"]
     assert two["version"] == three["version"] == contract.CONTRACT_VERSION
     assert "WHAT" in two["instructions"] and "WHY" in three["instructions"]
+
+
+def test_common_terms_are_pruned_only_in_large_indexes() -> None:
+    from mcp_memoryrouter.vault.retrieval import prune_common
+
+    freq = {"the": 900, "release": 40, "ship": 5}
+    assert prune_common(["the", "release", "ship", "unknown"], freq, 2000) == [
+        "release",
+        "ship",
+        "unknown",
+    ]
+    assert prune_common(["the"], freq, 2000) == ["the"]  # all common: keep the rarest
+    assert prune_common(["the", "ship"], freq, 999) == ["the", "ship"]  # small: keep all
