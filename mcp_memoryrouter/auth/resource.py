@@ -15,8 +15,9 @@ from typing import Any
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import CallToolResult
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_memoryrouter.asgi import read_body, replay, send_json
 from mcp_memoryrouter.auth.scopes import ScopePolicy
 
 MAX_BODY = 4 * 1024 * 1024  # the MCP SDK's own request limit
@@ -68,20 +69,9 @@ class ScopeGate:
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive, MAX_BODY)
         if body is None:
-            payload = b'{"error": "request body too large"}'
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 413,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(payload)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": payload})
+            await send_json(send, 413, {"error": "request body too large"})
             return
         try:
             message = json.loads(body)
@@ -96,56 +86,14 @@ class ScopeGate:
                     send, 403, "insufficient_scope", f"this call needs the {needed} scope", needed
                 )
                 return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)
 
     async def _deny(
         self, send: Send, status: int, error: str, description: str, needed: str
     ) -> None:
         header = challenge(error, description, needed, self.metadata_url)
-        payload = json.dumps({"error": error, "error_description": description}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", header.encode()),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None when it passes the limit."""
-    chunks: list[bytes] = []
-    size = 0
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
-        more = message.get("more_body", False)
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
+        body = {"error": error, "error_description": description}
+        await send_json(send, status, body, [(b"www-authenticate", header.encode())])
 
 
 class InBandChallenge:

@@ -10,13 +10,13 @@ none. Keys are never held in memory in the clear.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_memoryrouter.asgi import send_json
 from mcp_memoryrouter.errors import RateLimited
 from mcp_memoryrouter.vault.keys import hash_key, split_mode
 
@@ -107,16 +107,5 @@ class RateLimit:
             f"(bursts of {self.buckets.burst}); retry after {retry_after} s",
             {"retry_after": retry_after},
         )
-        payload = json.dumps(error.envelope()).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 429,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                    (b"retry-after", str(retry_after).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        headers = [(b"retry-after", str(retry_after).encode())]
+        await send_json(send, 429, error.envelope(), headers)
