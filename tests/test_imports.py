@@ -22,6 +22,7 @@ RULES = [
 ]
 # Pure rules: no I/O libraries, no clock reads.
 PURE = [
+    "counters",
     "window",
     "prepare",
     "dating",

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
-from mcp_memoryrouter.vault import leases, lineage, tiers
+from mcp_memoryrouter.vault import counters, leases, lineage, tiers
 from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.domain import (
     Batch,
@@ -218,7 +218,13 @@ def _create_reflections(
         "WHERE id = ANY(%s)",
         (source_ids,),
     )
-    _move_counters(conn, vault_id, target - 1, sources, created, entries)
+    deltas = counters.after_consolidation(
+        target - 1,
+        [(s[1], s[2]) for s in sources],
+        [(est_tokens(e.text), e.importance) for e in entries],
+    )
+    sql, params = counters.update_statement(deltas, "%s")
+    conn.execute(sql, [*params, vault_id])
     return created
 
 
@@ -262,53 +268,6 @@ def import_reflections(
     return _create_reflections(
         conn, vault_id, target, entries, sources, covers, None, now_ms, embed_model
     )
-
-
-def _move_counters(
-    conn: Conn,
-    vault_id: str,
-    tier: int,
-    sources: Sequence[tuple[str, int, int | None]],
-    created: Sequence[Created],
-    entries: Sequence[Entry],
-) -> None:
-    src_tokens = sum(s[1] for s in sources)
-    src_importance = sum(s[2] or 0 for s in sources)
-    new_tokens = sum(est_tokens(e.text) for e in entries)
-    new_importance = sum(c.importance for c in created)
-    if tier == 1:
-        conn.execute(
-            "UPDATE vaults SET raw_units = raw_units - %s, raw_tokens = raw_tokens - %s, "
-            "t2_count = t2_count + %s, t2_importance = t2_importance + %s, "
-            "t2_tokens = t2_tokens + %s, n2 = n2 + %s, tok2 = tok2 + %s, imp2 = imp2 + %s "
-            "WHERE id = %s",
-            (
-                len(sources),
-                src_tokens,
-                len(created),
-                new_importance,
-                new_tokens,
-                len(created),
-                new_tokens,
-                new_importance,
-                vault_id,
-            ),
-        )
-    else:
-        conn.execute(
-            "UPDATE vaults SET t2_count = t2_count - %s, t2_importance = t2_importance - %s, "
-            "t2_tokens = t2_tokens - %s, n3 = n3 + %s, tok3 = tok3 + %s, imp3 = imp3 + %s "
-            "WHERE id = %s",
-            (
-                len(sources),
-                src_importance,
-                src_tokens,
-                len(created),
-                new_tokens,
-                new_importance,
-                vault_id,
-            ),
-        )
 
 
 def read_lineage(conn: Conn, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault import counters
 from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.domain import (
     Batch,
@@ -393,7 +394,7 @@ class SQLiteStore:
                 conn.execute(
                     f"DELETE FROM lineage WHERE parent_id IN ({marks})", [r[1] for r in rows]
                 )
-                _subtract_counters(conn, vault_id, rows)
+                _apply(conn, vault_id, counters.after_delete(r[2:6] for r in rows))
                 deleted += len(rows)
                 tokens += sum(r[3] for r in rows)
                 seqs += [r[0] for r in rows]
@@ -468,43 +469,6 @@ class SQLiteStore:
         return [UsageLine(*row) for row in rows]
 
 
-def _subtract_counters(
-    conn: sqlite3.Connection, vault_id: str, rows: Sequence[tuple[int, str, int, int, int, int]]
-) -> None:
-    """Take deleted rows (seq, id, tier, tokens, importance, consolidated) off the counters."""
-    count = {1: 0, 2: 0, 3: 0}
-    tokens = {1: 0, 2: 0, 3: 0}
-    importance = {1: 0, 2: 0, 3: 0}
-    open_count = {1: 0, 2: 0}
-    open_tokens = {1: 0, 2: 0}
-    open_importance = {1: 0, 2: 0}
-    for _, _, tier, row_tokens, row_importance, consolidated in rows:
-        count[tier] += 1
-        tokens[tier] += row_tokens
-        importance[tier] += row_importance or 0
-        if tier < 3 and not consolidated:
-            open_count[tier] += 1
-            open_tokens[tier] += row_tokens
-            open_importance[tier] += row_importance or 0
-    conn.execute(
-        "UPDATE vaults SET raw_units = raw_units - ?, raw_tokens = raw_tokens - ?, "
-        "t2_count = t2_count - ?, t2_importance = t2_importance - ?, t2_tokens = t2_tokens - ?, "
-        "n1 = n1 - ?, tok1 = tok1 - ?, n2 = n2 - ?, tok2 = tok2 - ?, imp2 = imp2 - ?, "
-        "n3 = n3 - ?, tok3 = tok3 - ?, imp3 = imp3 - ? WHERE id = ?",
-        (
-            open_count[1],
-            open_tokens[1],
-            open_count[2],
-            open_importance[2],
-            open_tokens[2],
-            count[1],
-            tokens[1],
-            count[2],
-            tokens[2],
-            importance[2],
-            count[3],
-            tokens[3],
-            importance[3],
-            vault_id,
-        ),
-    )
+def _apply(conn: sqlite3.Connection, vault_id: str, deltas: counters.Deltas) -> None:
+    sql, params = counters.update_statement(deltas, "?")
+    conn.execute(sql, [*params, vault_id])

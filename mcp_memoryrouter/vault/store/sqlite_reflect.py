@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Generator, Sequence
 
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
-from mcp_memoryrouter.vault import leases, lineage, tiers
+from mcp_memoryrouter.vault import counters, leases, lineage, tiers
 from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.domain import (
     Batch,
@@ -197,7 +197,13 @@ def _create_reflections(
         "UPDATE memories SET consolidated = 1, lease_batch = NULL, lease_until = NULL WHERE id = ?",
         [(s[0],) for s in sources],
     )
-    _move_counters(conn, vault_id, target - 1, sources, created, entries)
+    deltas = counters.after_consolidation(
+        target - 1,
+        [(s[1], s[2]) for s in sources],
+        [(est_tokens(e.text), e.importance) for e in entries],
+    )
+    sql, params = counters.update_statement(deltas, "?")
+    conn.execute(sql, [*params, vault_id])
     return created
 
 
@@ -239,53 +245,6 @@ def import_reflections(
     return _create_reflections(
         conn, vault_id, target, entries, sources, covers, None, now_ms, embed_model
     )
-
-
-def _move_counters(
-    conn: sqlite3.Connection,
-    vault_id: str,
-    tier: int,
-    sources: Sequence[tuple[str, int, int | None]],
-    created: Sequence[Created],
-    entries: Sequence[Entry],
-) -> None:
-    src_tokens = sum(s[1] for s in sources)
-    src_importance = sum(s[2] or 0 for s in sources)
-    new_tokens = sum(est_tokens(e.text) for e in entries)
-    new_importance = sum(c.importance for c in created)
-    if tier == 1:
-        conn.execute(
-            "UPDATE vaults SET raw_units = raw_units - ?, raw_tokens = raw_tokens - ?, "
-            "t2_count = t2_count + ?, t2_importance = t2_importance + ?, "
-            "t2_tokens = t2_tokens + ?, n2 = n2 + ?, tok2 = tok2 + ?, imp2 = imp2 + ? "
-            "WHERE id = ?",
-            (
-                len(sources),
-                src_tokens,
-                len(created),
-                new_importance,
-                new_tokens,
-                len(created),
-                new_tokens,
-                new_importance,
-                vault_id,
-            ),
-        )
-    else:
-        conn.execute(
-            "UPDATE vaults SET t2_count = t2_count - ?, t2_importance = t2_importance - ?, "
-            "t2_tokens = t2_tokens - ?, n3 = n3 + ?, tok3 = tok3 + ?, imp3 = imp3 + ? "
-            "WHERE id = ?",
-            (
-                len(sources),
-                src_importance,
-                src_tokens,
-                len(created),
-                new_tokens,
-                new_importance,
-                vault_id,
-            ),
-        )
 
 
 def read_lineage(
