@@ -1,0 +1,382 @@
+"""Many MCP clients at once: search, store and consolidation round trips against a large vault.
+
+    python bench/load.py [--size 100000] [--clients 50] [--duration 60] [--think 0]
+
+``--size`` raw memories are bulk-loaded in-process the way ``bench/search.py`` does (vectors
+drawn from 2,000 real MiniLM embeddings), then one real ``mcp-memoryrouter serve`` process with
+the ``local`` embedder serves ``/mcp``. ``--clients`` SDK clients (each its own Streamable HTTP
+connection and MCP session, all in this process) call tools for ``--duration`` seconds:
+70% ``search_memories`` (every query embedded for real), 20% ``store_memory``, 10% a
+consolidation round trip (``consolidate_memories`` tier 1, then ``commit_reflections`` with
+two entries written from the batch's texts). Leases give concurrent checkouts disjoint
+batches; an empty checkout (``batch_id`` null) is the protocol's answer, not an error.
+Each client sends its next call as soon as the last one is answered (a closed loop: latency
+is then about clients / throughput), or after an exponential pause of mean ``--think`` seconds.
+
+An error is any tool result with ``isError``, any exception from the SDK client (transport
+failure, HTTP status, JSON-RPC error) and any call that takes longer than ``--timeout``.
+
+Prints p50/p95/p99 and errors per tool, throughput, the server's peak RSS (sampled every
+0.5 s), the CPU used by server and clients, and the ratio of search p99 to the goal (250 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import p50, p95, server, table
+from bench.search import QUERIES, fill, sentence
+
+SEARCH_P99_GOAL_MS = 250.0
+MIX = (("search", 70), ("store", 20), ("consolidate", 10))
+TOOLS = ["search_memories", "store_memory", "consolidate_memories", "commit_reflections"]
+ROUND_TRIP = "consolidation round trip"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class CallFailed(Exception):
+    """A tool call that counts as an error, with the tool it was and what went wrong."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+@dataclass
+class Tally:
+    """Every worker's latencies and errors, keyed by tool name."""
+
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, Counter[str]] = field(default_factory=dict)
+    empty_checkouts: int = 0
+    sources_consolidated: int = 0
+
+    def ok(self, name: str, ms: float) -> None:
+        self.latencies.setdefault(name, []).append(ms)
+
+    def failed(self, name: str, message: str) -> None:
+        self.errors.setdefault(name, Counter())[message[:300]] += 1
+
+    def error_count(self, name: str) -> int:
+        return sum(self.errors.get(name, Counter()).values())
+
+
+@dataclass
+class Run:
+    """One measurement: its settings, its tally, and the clients' readiness."""
+
+    url: str
+    key: str
+    size: int
+    timeout: float
+    batch_tokens: int
+    think: float
+    tally: Tally = field(default_factory=Tally)
+    ready: int = 0
+    connect_failures: Counter[str] = field(default_factory=Counter)
+    started: anyio.Event = field(default_factory=anyio.Event)
+    deadline: float = 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest rank, the same rule as ``bench.common.p95``."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def error_text(result: CallToolResult) -> str:
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    return " ".join(texts) or "isError without text"
+
+
+async def call(client: Client, run: Run, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One timed tool call: its structured result, or ``CallFailed``."""
+    start = time.perf_counter()
+    try:
+        with anyio.fail_after(run.timeout):
+            result = await client.call_tool(tool, arguments)
+    except TimeoutError:
+        raise CallFailed(tool, f"timeout after {run.timeout:.0f} s") from None
+    except Exception as exc:  # the client boundary: every failure is counted, by class
+        raise CallFailed(tool, f"{type(exc).__name__}: {exc}") from exc
+    if result.is_error:
+        raise CallFailed(tool, f"isError: {error_text(result)}")
+    run.tally.ok(tool, (time.perf_counter() - start) * 1000)
+    return result.structured_content or {}
+
+
+def entries(batch: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two reflections written from the batch's own texts (what a model would summarise)."""
+    memories = batch["memories"]
+    first, last = memories[0], memories[-1]
+    return [
+        {
+            "text": f"Between {first['date'][:10]} and {last['date'][:10]}, {batch['count']} "
+            f"notes were taken; the first: {first['text']}",
+            "importance": 5,
+        },
+        {"text": f"The latest of those notes: {last['text']}", "importance": 3},
+    ]
+
+
+async def consolidate(client: Client, run: Run) -> None:
+    """Check out a leased batch and commit reflections of it; an empty batch ends early."""
+    start = time.perf_counter()
+    batch = await call(
+        client, run, "consolidate_memories", {"tier": 1, "max_tokens": run.batch_tokens}
+    )
+    if batch.get("batch_id") is None:
+        run.tally.empty_checkouts += 1
+        return
+    body = {"batch_id": batch["batch_id"], "entries": entries(batch)}
+    done = await call(client, run, "commit_reflections", body)
+    run.tally.sources_consolidated += int(done.get("sources_consolidated", 0))
+    run.tally.ok(ROUND_TRIP, (time.perf_counter() - start) * 1000)
+
+
+async def one_op(client: Client, run: Run, kind: str, n: int, worker: int) -> None:
+    try:
+        if kind == "search":
+            query = f"{QUERIES[n % len(QUERIES)]} week {n % 52}"
+            await call(client, run, "search_memories", {"query": query, "limit": 10})
+        elif kind == "store":
+            content = f"{sentence(run.size + n)} Client {worker} stored this as call {n}."
+            await call(client, run, "store_memory", {"content": content})
+        else:
+            await consolidate(client, run)
+    except CallFailed as failure:
+        run.tally.failed(failure.tool, str(failure))
+
+
+async def worker(run: Run, index: int, total: int) -> None:
+    """One MCP client: its own HTTP connection and session, calling tools until the deadline."""
+    rng = random.Random(index)
+    kinds, weights = [k for k, _ in MIX], [w for _, w in MIX]
+    headers = {"Authorization": f"Bearer {run.key}"}
+    try:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=run.timeout) as http,
+            Client(streamable_http_client(run.url + "/mcp", http_client=http)) as client,
+        ):
+            await client.list_tools()
+            run.ready += 1
+            await run.started.wait()
+            n = index
+            while time.perf_counter() < run.deadline:
+                await one_op(client, run, rng.choices(kinds, weights)[0], n, index)
+                n += total
+                if run.think > 0:  # a user reading the answer: exponential pauses, mean think
+                    await anyio.sleep(
+                        min(
+                            rng.expovariate(1 / run.think),
+                            max(0.0, run.deadline - time.perf_counter()),
+                        )
+                    )
+    except Exception as exc:  # a session that cannot open, or fails outside a call
+        run.connect_failures[f"{type(exc).__name__}: {exc}"[:300]] += 1
+        run.ready += 1
+
+
+def server_pid() -> int:
+    """The ``serve`` process ``bench.common.server`` started: our child."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and b"serve" in cmdline:
+            return int(entry.name)
+    raise RuntimeError("server process not found")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+@dataclass
+class Probe:
+    """Server RSS every 0.5 s and how late this process's event loop wakes up."""
+
+    pid: int
+    rss: list[float] = field(default_factory=list)
+    lag_ms: list[float] = field(default_factory=list)
+
+    async def sample(self, until: float) -> None:
+        while time.perf_counter() < until:
+            self.rss.append(rss_mib(self.pid))
+            before = time.perf_counter()
+            await anyio.sleep(0.5)
+            self.lag_ms.append((time.perf_counter() - before - 0.5) * 1000)
+
+
+async def warm(url: str, key: str) -> None:
+    """Load the model and the vector index before the clock starts."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        Client(streamable_http_client(url + "/mcp", http_client=http)) as client,
+    ):
+        for q in QUERIES:
+            result = await client.call_tool("search_memories", {"query": q, "limit": 10})
+            if result.is_error:
+                raise RuntimeError(f"warm-up search failed: {error_text(result)}")
+
+
+@dataclass
+class Usage:
+    wall: float
+    client_cpu: float
+    server_cpu: float
+    machine_busy: float
+    rss_start: float
+    rss_peak: float
+    rss_end: float
+    lag_p99: float
+
+
+async def measure(run: Run, clients: int, duration: float) -> Usage:
+    await warm(run.url, run.key)
+    pid = server_pid()
+    async with anyio.create_task_group() as tasks:
+        for i in range(clients):
+            tasks.start_soon(worker, run, i, clients)
+        with anyio.fail_after(120):
+            while run.ready < clients:
+                await anyio.sleep(0.05)
+        probe = Probe(pid)
+        rss_start = rss_mib(pid)
+        start, cpu0, srv0 = time.perf_counter(), time.process_time(), cpu_seconds(pid)
+        busy0, total0 = machine_busy()
+        run.deadline = start + duration
+        run.started.set()
+        tasks.start_soon(probe.sample, run.deadline)
+    wall = time.perf_counter() - start
+    busy1, total1 = machine_busy()
+    return Usage(
+        wall=wall,
+        client_cpu=(time.process_time() - cpu0) / wall,
+        server_cpu=(cpu_seconds(pid) - srv0) / wall,
+        machine_busy=(busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1),
+        rss_start=rss_start,
+        rss_peak=max([rss_start, *probe.rss]),
+        rss_end=rss_mib(pid),
+        lag_p99=percentile(probe.lag_ms or [0.0], 0.99),
+    )
+
+
+def report(run: Run, usage: Usage, clients: int) -> None:
+    tally = run.tally
+    rows = []
+    for name in [*TOOLS, ROUND_TRIP]:
+        values = tally.latencies.get(name, [])
+        figures = [p50(values), p95(values), percentile(values, 0.99)] if values else []
+        rows.append(
+            [
+                name,
+                *([f"{v:.1f}" for v in figures] or ["-", "-", "-"]),
+                str(len(values)),
+                str(tally.error_count(name)) if name != ROUND_TRIP else "-",
+            ]
+        )
+    print(table(["tool", "p50 ms", "p95 ms", "p99 ms", "ok", "errors"], rows))
+    calls = sum(len(tally.latencies.get(t, [])) + tally.error_count(t) for t in TOOLS)
+    errors = sum(tally.error_count(t) for t in TOOLS) + sum(run.connect_failures.values())
+    print(f"throughput: {calls / usage.wall:.1f} tool calls/s over {usage.wall:.1f} s")
+    print(
+        f"consolidation: {tally.sources_consolidated} memories consolidated, "
+        f"{tally.empty_checkouts} empty checkouts (not errors)"
+    )
+    print(
+        f"server RSS: {usage.rss_start:.0f} MiB at start, peak {usage.rss_peak:.0f} MiB, "
+        f"{usage.rss_end:.0f} MiB at end (sampled every 0.5 s)"
+    )
+    print(
+        f"CPU (cores busy): server {usage.server_cpu:.2f}, these {clients} clients "
+        f"{usage.client_cpu:.2f}, whole machine {usage.machine_busy:.2f} of "
+        f"{os.cpu_count()}; client event loop wake-up lag p99 {usage.lag_p99:.1f} ms"
+    )
+    search = tally.latencies.get("search_memories", [])
+    if search:
+        p99 = percentile(search, 0.99)
+        verdict = "met" if p99 <= SEARCH_P99_GOAL_MS else "NOT met"
+        print(
+            f"search p99 / goal: {p99:.1f} / {SEARCH_P99_GOAL_MS:.0f} ms = "
+            f"{p99 / SEARCH_P99_GOAL_MS:.2f} ({verdict})"
+        )
+    print(f"errors: {errors} (goal 0)")
+    for name, messages in [*tally.errors.items(), ("session", run.connect_failures)]:
+        for message, count in messages.most_common(5):
+            print(f"  {name} x{count}: {message}")
+    print(
+        f"caveat: server and all clients share this machine's {os.cpu_count()} cores "
+        "(and other jobs on it); latencies include waiting for a core."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000, help="memories pre-loaded")
+    parser.add_argument("--clients", type=int, default=50, help="concurrent MCP sessions")
+    parser.add_argument("--duration", type=float, default=60.0, help="measured seconds")
+    parser.add_argument("--batch-tokens", type=int, default=2000, help="checkout max_tokens")
+    parser.add_argument("--timeout", type=float, default=30.0, help="a slower call is an error")
+    parser.add_argument(
+        "--think", type=float, default=0.0, help="mean pause per client between calls, seconds"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        key = fill(Path(tmp), args.size)
+        print(
+            f"{args.size} memories ready in {time.perf_counter() - started:.0f} s", file=sys.stderr
+        )
+        with server(Path(tmp), {"MEMORYROUTER_EMBEDDINGS": "local"}) as url:
+            run = Run(url, key, args.size, args.timeout, args.batch_tokens, args.think)
+            usage = anyio.run(measure, run, args.clients, args.duration)
+    print(
+        f"{args.clients} MCP clients (Streamable HTTP, one process), {args.size} memories, "
+        f"{args.duration:.0f} s, mix 70% search / 20% store / 10% checkout+commit "
+        f"({args.batch_tokens} tokens), think time {args.think:g} s, embeddings=local"
+    )
+    report(run, usage, args.clients)
+
+
+if __name__ == "__main__":
+    main()
