@@ -301,8 +301,7 @@ async def measure(run: Run, clients: int, duration: float) -> Usage:
     )
 
 
-def report(run: Run, usage: Usage, clients: int) -> None:
-    tally = run.tally
+def latency_table(tally: Tally) -> str:
     rows = []
     for name in [*TOOLS, ROUND_TRIP]:
         values = tally.latencies.get(name, [])
@@ -315,7 +314,35 @@ def report(run: Run, usage: Usage, clients: int) -> None:
                 str(tally.error_count(name)) if name != ROUND_TRIP else "-",
             ]
         )
-    print(table(["tool", "p50 ms", "p95 ms", "p99 ms", "ok", "errors"], rows))
+    return table(["tool", "p50 ms", "p95 ms", "p99 ms", "ok", "errors"], rows)
+
+
+def resources(usage: Usage, clients: int, calls: int) -> None:
+    """Server memory and the CPU of server, clients and everything else on the machine."""
+    print(
+        f"server RSS: {usage.rss_start:.0f} MiB at start, peak {usage.rss_peak:.0f} MiB, "
+        f"{usage.rss_end:.0f} MiB at end (sampled every 0.5 s)"
+    )
+    cores = os.cpu_count() or 1
+    others = max(0.0, usage.machine_busy - usage.server_cpu - usage.client_cpu)
+    print(
+        f"CPU (cores busy): server {usage.server_cpu:.2f}, these {clients} clients "
+        f"{usage.client_cpu:.2f}, other processes {others:.2f}, whole machine "
+        f"{usage.machine_busy:.2f} of {cores}; client event loop wake-up lag p99 "
+        f"{usage.lag_p99:.1f} ms"
+    )
+    if calls:
+        per_call = usage.server_cpu * usage.wall / calls  # seconds of server CPU per call
+        print(
+            f"server CPU per tool call: {per_call * 1000:.0f} ms, so at most "
+            f"{cores / per_call:.0f} calls/s on {cores} idle cores; {clients} clients without "
+            f"pauses then wait >= {clients * per_call / cores * 1000:.0f} ms per call on average"
+        )
+
+
+def report(run: Run, usage: Usage, clients: int) -> None:
+    tally = run.tally
+    print(latency_table(tally))
     calls = sum(len(tally.latencies.get(t, [])) + tally.error_count(t) for t in TOOLS)
     errors = sum(tally.error_count(t) for t in TOOLS) + sum(run.connect_failures.values())
     print(f"throughput: {calls / usage.wall:.1f} tool calls/s over {usage.wall:.1f} s")
@@ -323,15 +350,7 @@ def report(run: Run, usage: Usage, clients: int) -> None:
         f"consolidation: {tally.sources_consolidated} memories consolidated, "
         f"{tally.empty_checkouts} empty checkouts (not errors)"
     )
-    print(
-        f"server RSS: {usage.rss_start:.0f} MiB at start, peak {usage.rss_peak:.0f} MiB, "
-        f"{usage.rss_end:.0f} MiB at end (sampled every 0.5 s)"
-    )
-    print(
-        f"CPU (cores busy): server {usage.server_cpu:.2f}, these {clients} clients "
-        f"{usage.client_cpu:.2f}, whole machine {usage.machine_busy:.2f} of "
-        f"{os.cpu_count()}; client event loop wake-up lag p99 {usage.lag_p99:.1f} ms"
-    )
+    resources(usage, clients, calls)
     search = tally.latencies.get("search_memories", [])
     if search:
         p99 = percentile(search, 0.99)
