@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,10 @@ from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
 from mcp_memoryrouter.vault.window import Order, Page
 
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
+# Lexical search ranks this many index rows per wanted row before it looks at vaults and
+# filters; a vault holding less than 1 / _RANKED_FIRST of all memories goes straight to the
+# filtered path.
+_RANKED_FIRST = 4
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -223,30 +228,13 @@ class SQLiteStore:
         if not terms:
             return []
         with self._read() as conn:
-            terms = self._without_common(conn, terms)
-        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-        sql = (
-            f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS rank, m.seq FROM memories_fts "
-            "JOIN memories m ON m.seq = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND m.vault_id = ?"
-        )
-        params: list[object] = [match, vault_id]
-        if where.tiers is not None:
-            sql += f" AND m.tier IN ({placeholders(len(where.tiers))})"
-            params.extend(where.tiers)
-        if where.min_importance is not None:
-            sql += " AND m.importance >= ?"
-            params.append(where.min_importance)
-        if where.session_id is not None:
-            sql += " AND (m.tier > 1 OR m.session_id = ?)"
-            params.append(where.session_id)
-        if where.window is not None:
-            sql += " AND m.date_from <= ? AND m.date_to >= ?"
-            params.extend((where.window[1], where.window[0]))
-        sql += " ORDER BY rank LIMIT ?"
-        params.append(limit)
-        with self._read() as conn:
-            rows = conn.execute(sql, params).fetchall()
+            terms, share = self._lexical_plan(conn, vault_id, terms)
+            match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+            rows: list[Any] = []
+            if where.window is None and share * _RANKED_FIRST >= 1:
+                rows = _ranked_first(conn, match, vault_id, where, limit)
+            if len(rows) < limit:  # few matches, or the vault and filters kept too few of them
+                rows = _filtered_first(conn, match, vault_id, where, limit)
         return [ScoredMemory(replace(memory_from_row(r), seq=r[11]), -float(r[10])) for r in rows]
 
     def date_page(
@@ -256,13 +244,22 @@ class SQLiteStore:
             return sqlite_window.date_page(conn, vault_id, start, end, order, where, budget)
 
     @staticmethod
-    def _without_common(conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
+    def _lexical_plan(
+        conn: sqlite3.Connection, vault_id: str, terms: Sequence[str]
+    ) -> tuple[list[str], float]:
+        """The terms worth matching (see :func:`prune_common`) and the vault's share of all
+        memories."""
         rows = conn.execute(
             f"SELECT term, doc FROM memories_vocab WHERE term IN ({placeholders(len(terms))})",
             list(terms),
         ).fetchall()
-        (total,) = conn.execute("SELECT coalesce(sum(n1 + n2 + n3), 0) FROM vaults").fetchone()
-        return prune_common(terms, {r[0]: r[1] for r in rows}, int(total))
+        total, own = conn.execute(
+            "SELECT coalesce(sum(n1 + n2 + n3), 0), "
+            "coalesce(sum(CASE WHEN id = ? THEN n1 + n2 + n3 END), 0) FROM vaults",
+            (vault_id,),
+        ).fetchone()
+        kept = prune_common(terms, {r[0]: r[1] for r in rows}, int(total))
+        return kept, own / total if total else 1.0
 
     # --- consolidation -----------------------------------------------------------------
 
@@ -350,9 +347,11 @@ class SQLiteStore:
         scores = dict(hits)
         with self._read() as conn:
             rows = conn.execute(
+                # By primary key: with a plain ``m.vault_id = ?`` the planner walked the
+                # vault's index (every row of the vault) instead.
                 f"SELECT {MEMORY_COLUMNS}, m.seq FROM memories m "
-                f"WHERE m.vault_id = ? AND m.seq IN ({placeholders(len(hits))})",
-                [vault_id, *scores],
+                f"WHERE m.seq IN ({placeholders(len(hits))}) AND +m.vault_id = ?",
+                [*scores, vault_id],
             ).fetchall()
         found = [ScoredMemory(replace(memory_from_row(r), seq=r[10]), scores[r[10]]) for r in rows]
         return sorted(found, key=lambda h: -(h.score or 0.0))
@@ -467,6 +466,57 @@ class SQLiteStore:
                 (vault_id, from_ms, to_ms),
             ).fetchall()
         return [UsageLine(*row) for row in rows]
+
+
+def _filter_sql(where: SearchFilter) -> tuple[str, list[object]]:
+    """The search filter as ``AND`` terms on ``m``."""
+    sql = ""
+    params: list[object] = []
+    if where.tiers is not None:
+        sql += f" AND m.tier IN ({placeholders(len(where.tiers))})"
+        params.extend(where.tiers)
+    if where.min_importance is not None:
+        sql += " AND m.importance >= ?"
+        params.append(where.min_importance)
+    if where.session_id is not None:
+        sql += " AND (m.tier > 1 OR m.session_id = ?)"
+        params.append(where.session_id)
+    if where.window is not None:
+        sql += " AND m.date_from <= ? AND m.date_to >= ?"
+        params.extend((where.window[1], where.window[0]))
+    return sql, params
+
+
+def _ranked_first(
+    conn: sqlite3.Connection, match: str, vault_id: str, where: SearchFilter, limit: int
+) -> list[Any]:
+    """The best ``limit`` matches among the index's best ``limit * _RANKED_FIRST``, vault and
+    filters applied after ranking: BM25 still scores every match, but only the ranked few
+    are joined to their rows. Exact whenever it returns ``limit`` rows (every row outside the
+    ranked few ranks after all of them, in the same (rank, seq) order)."""
+    filters, params = _filter_sql(where)
+    sql = (
+        f"SELECT {MEMORY_COLUMNS}, f.score, m.seq FROM ("
+        "SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
+        "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?) AS f "
+        f"JOIN memories m ON m.seq = f.rowid WHERE m.vault_id = ?{filters} "
+        "ORDER BY f.score, m.seq LIMIT ?"
+    )
+    return conn.execute(sql, [match, limit * _RANKED_FIRST, vault_id, *params, limit]).fetchall()
+
+
+def _filtered_first(
+    conn: sqlite3.Connection, match: str, vault_id: str, where: SearchFilter, limit: int
+) -> list[Any]:
+    """The best ``limit`` matches of the vault that pass the filter: every match is joined to
+    its row before ranking (what a selective filter or a small vault needs)."""
+    filters, params = _filter_sql(where)
+    sql = (
+        f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS score, m.seq FROM memories_fts "
+        "JOIN memories m ON m.seq = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.vault_id = ?{filters} ORDER BY score, m.seq LIMIT ?"
+    )
+    return conn.execute(sql, [match, vault_id, *params, limit]).fetchall()
 
 
 def _apply(conn: sqlite3.Connection, vault_id: str, deltas: counters.Deltas) -> None:

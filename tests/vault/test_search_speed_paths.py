@@ -1,0 +1,172 @@
+"""The SQLite store's fast search paths answer exactly what the plain filtered queries
+answer: lexical ranking before the vault and filter join, vector rows fetched by key."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS
+
+WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
+DAY_MS = 86_400_000
+MODEL = "test-model"
+DIM = 8
+
+
+def add(store: SQLiteStore, vault_id: str, texts: list[str], seed: int = 0) -> None:
+    rng = random.Random(seed)
+    rows = [
+        NewRaw(
+            f"{vault_id}-{seed}-{i}",
+            "user",
+            text,
+            len(text.split()),
+            rng.randrange(30) * DAY_MS,
+            rng.choice([None, "s1", "s2"]),
+            f"{vault_id}-{seed}-{i}",
+            0,
+        )
+        for i, text in enumerate(texts)
+    ]
+    store.ingest(vault_id, rows, MODEL)
+
+
+def new_vault(store: SQLiteStore, name: str) -> str:
+    store.create_vault(name, f"ref-{name}", 0)
+    return name
+
+
+def sentences(rng: random.Random, count: int, vocabulary: list[str]) -> list[str]:
+    return [" ".join(rng.choices(vocabulary, k=rng.randint(1, 4))) for _ in range(count)]
+
+
+def reference(
+    store: SQLiteStore, vault_id: str, words: list[str], limit: int, where: SearchFilter
+) -> list[tuple[int, float]]:
+    """The plain query: every match joined and filtered, then ranked by (BM25, seq)."""
+    sql = (
+        f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS score, m.seq FROM memories_fts "
+        "JOIN memories m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? "
+        "AND m.vault_id = ?"
+    )
+    params: list[object] = [" OR ".join(f'"{w}"' for w in words), vault_id]
+    if where.tiers is not None:
+        sql += f" AND m.tier IN ({','.join('?' * len(where.tiers))})"
+        params.extend(where.tiers)
+    if where.session_id is not None:
+        sql += " AND (m.tier > 1 OR m.session_id = ?)"
+        params.append(where.session_id)
+    if where.window is not None:
+        sql += " AND m.date_from <= ? AND m.date_to >= ?"
+        params.extend((where.window[1], where.window[0]))
+    with store._read() as conn:
+        rows = conn.execute(sql + " ORDER BY score, m.seq LIMIT ?", [*params, limit]).fetchall()
+    return [(r[11], -r[10]) for r in rows]
+
+
+FILTERS = [
+    SearchFilter(),
+    SearchFilter(tiers=(1,)),
+    SearchFilter(tiers=(2, 3)),
+    SearchFilter(session_id="s1"),
+    SearchFilter(window=(5 * DAY_MS, 9 * DAY_MS)),
+]
+
+
+@pytest.mark.parametrize("where", FILTERS, ids=["none", "raw", "reflections", "session", "window"])
+def test_lexical_search_returns_exactly_the_filtered_query_rows_in_rank_then_seq_order(
+    tmp_path: Path, where: SearchFilter
+) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    rng = random.Random(7)
+    mine, other = new_vault(store, "mine"), new_vault(store, "other")
+    add(store, mine, sentences(rng, 300, WORDS), seed=1)
+    add(store, other, sentences(rng, 500, WORDS), seed=2)  # mine holds 3/8 of the index
+    for _ in range(40):
+        words = rng.sample(WORDS, rng.randint(1, 3))
+        limit = rng.choice([1, 3, 10, 40, 150])
+        found = store.search_lexical(mine, words, limit, where)
+        assert [(h.memory.seq, h.score) for h in found] == reference(
+            store, mine, words, limit, where
+        )
+        assert all(h.memory.id.startswith("mine-") for h in found)
+    store.close()
+
+
+def test_a_vault_whose_matches_rank_below_another_vaults_still_gets_all_of_them(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    mine, other = new_vault(store, "mine"), new_vault(store, "other")
+    add(store, other, ["kiwi"] * 150, seed=1)  # short rows: the best BM25 scores of the index
+    add(store, mine, ["kiwi " + " ".join(WORDS * 3)] * 5 + ["pear"] * 60, seed=2)
+    found = store.search_lexical(mine, ["kiwi"], 10, SearchFilter())
+    assert [h.memory.id for h in found] == [f"mine-2-{i}" for i in range(5)]
+    store.close()
+
+
+def test_deleted_rows_are_never_returned_by_either_search_path(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    mine = new_vault(store, "mine")
+    add(store, mine, ["fig"] * 10 + ["fig plum"] * 10, seed=1)
+    vectorise(store)
+    gone = [f"mine-1-{i}" for i in range(0, 20, 2)]
+    store.delete_ids(mine, gone)
+    lexical = store.search_lexical(mine, ["fig"], 20, SearchFilter())
+    dense = store.search_vectors(mine, MODEL, DIM, unit(0), 20, SearchFilter())
+    assert len(lexical) == len(dense) == 10
+    assert not {h.memory.id for h in [*lexical, *dense]} & set(gone)
+    store.close()
+
+
+def unit(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    result: np.ndarray = vector / np.linalg.norm(vector)
+    return result
+
+
+def vectorise(store: SQLiteStore) -> None:
+    while pending := store.take_embed_batch(MODEL, 500):
+        store.put_vectors(MODEL, pending, np.stack([unit(p.row.seq) for p in pending]))
+
+
+def vm_steps(store: SQLiteStore, call: Callable[[], object]) -> int:
+    """SQLite virtual-machine steps (in hundreds) the calling thread's reads take in ``call``."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    with store._read() as conn:  # this thread's reader, which ``call`` reuses
+        conn.set_progress_handler(count, 100)
+    try:
+        call()
+    finally:
+        with store._read() as conn:
+            conn.set_progress_handler(None, 0)
+    return steps[0]
+
+
+def test_fetching_vector_hits_costs_the_same_in_a_small_and_a_large_vault(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    small, large = new_vault(store, "small"), new_vault(store, "large")
+    add(store, small, [f"row {i}" for i in range(200)], seed=1)
+    add(store, large, [f"row {i}" for i in range(5000)], seed=2)
+    vectorise(store)
+    store.search_vectors(small, MODEL, DIM, unit(0), 1, SearchFilter())  # loads the index
+    search = partial(store.search_vectors, model=MODEL, dim=DIM, query=unit(0), k=150)
+    costs = {  # 150 hits: the candidate depth of a search
+        vault: vm_steps(store, partial(search, vault, where=SearchFilter()))
+        for vault in (small, large)
+    }
+    assert costs[large] <= 2 * costs[small] + 5  # not a walk over the large vault's rows
+    store.close()
