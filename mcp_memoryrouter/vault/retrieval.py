@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from mcp_memoryrouter.vault.domain import ScoredMemory
 
@@ -104,3 +104,32 @@ def smooth(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
         rescored.append(ScoredMemory(hit.memory, score))
     rescored.sort(key=lambda h: (-(h.score or 0.0), h.memory.id))
     return rescored[:limit]
+
+
+# A reflection is written from a batch of the rows below it and says what they meant; when it
+# matches the query, the rows it was built from are likely the exact moments asked about. A row
+# gains this share of the best-scoring reflection built on it among the candidates.
+DRILL_WEIGHT = 0.5
+
+
+def lift_sources(
+    hits: Sequence[ScoredMemory], links: Iterable[tuple[str, str]], limit: int
+) -> list[ScoredMemory]:
+    """Re-rank rows with the relevance of the reflections built on them, best first.
+
+    ``links`` are (reflection id, source id) pairs; only pairs with both ends among ``hits``
+    count. A source's score becomes its own plus 0.5 x its best-scoring parent, so among rows
+    equally relevant on their own, the one a relevant reflection was built from comes first.
+    Reflections keep their own score (a parent lifts its sources, never the reverse).
+    """
+    score = {h.memory.id: h.score or 0.0 for h in hits}
+    parent: dict[str, float] = {}
+    for reflection_id, source_id in links:
+        if reflection_id in score and source_id in score:
+            parent[source_id] = max(parent.get(source_id, 0.0), score[reflection_id])
+    lifted = [
+        ScoredMemory(h.memory, score[h.memory.id] + DRILL_WEIGHT * parent.get(h.memory.id, 0.0))
+        for h in hits
+    ]
+    lifted.sort(key=lambda h: (-(h.score or 0.0), h.memory.id))
+    return lifted[:limit]

@@ -39,7 +39,7 @@ from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.keys import Access, hash_key, looks_like_key, missing_key, split_mode
 from mcp_memoryrouter.vault.prepare import Budget, build_context
-from mcp_memoryrouter.vault.retrieval import fuse, query_terms, smooth
+from mcp_memoryrouter.vault.retrieval import fuse, lift_sources, query_terms, smooth
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.tokens import est_tokens
 from mcp_memoryrouter.vault.window import Order
@@ -184,7 +184,8 @@ class VaultService:
     def _hybrid(
         self, access: Access, query: str, limit: int, where: SearchFilter, embeddings: str | None
     ) -> list[ScoredMemory]:
-        """BM25 and vector candidates, fused (see :func:`retrieval.fuse`)."""
+        """BM25 and vector candidates, fused, smoothed over neighbours, then sources lifted by
+        the relevant reflections built on them (see :mod:`retrieval`)."""
         embedder = self._embedders.get(self._embedders.resolve(embeddings))
         depth = max(limit * 3, CANDIDATES)
         lexical = self._store.search_lexical(access.vault_id, query_terms(query), depth, where)
@@ -194,7 +195,12 @@ class VaultService:
             dense = self._store.search_vectors(
                 access.vault_id, embedder.model_id, embedder.dim, vector, depth, where
             )
-        return smooth(fuse(lexical, dense, depth), limit)
+        hits = smooth(fuse(lexical, dense, depth), depth)
+        parents = [h.memory.id for h in hits if h.memory.tier > 1]
+        if not parents:
+            return hits[:limit]
+        sources = [h.memory.id for h in hits if h.memory.tier < 3]
+        return lift_sources(hits, self._store.links(access.vault_id, parents, sources), limit)
 
     def prepare(
         self,

@@ -273,3 +273,42 @@ def test_reflections_are_embedded_and_found_by_meaning(hybrid: Vault) -> None:
     hybrid.worker.drain()
     rows = search(hybrid, "doctor", tiers=[2])
     assert [m["content"] for m in rows] == ["A physician helped."]
+
+
+def test_a_relevant_reflection_lifts_the_rows_it_was_built_from(vault: Vault) -> None:
+    vault.ingest("quarterly numbers with finance", date="2026-01-05T10:00:00Z")
+    batch = checkout(vault)
+    assert batch["count"] == 1
+    reflection = "Quarterly numbers, finance; quarterly numbers, finance; quarterly numbers."
+    commit(vault, batch["batch_id"], [{"text": reflection, "importance": 6}])
+    vault.ingest("quarterly numbers with finance, finance", date="2026-02-05T10:00:00Z")
+    vault.ingest("finance lunch", date="2026-03-05T10:00:00Z")
+    query = "quarterly numbers finance"
+    alone = [m["content"] for m in search(vault, query, tiers=[1])]
+    assert alone[:2] == [
+        "quarterly numbers with finance, finance",
+        "quarterly numbers with finance",
+    ]  # on its own words, the later row matches a little better
+    lifted = [m["content"] for m in search(vault, query)]
+    assert lifted.index("quarterly numbers with finance") < lifted.index(alone[0])
+    assert reflection in lifted
+
+
+def test_sources_gain_half_their_best_parents_score_and_nothing_else_moves() -> None:
+    from mcp_memoryrouter.vault.domain import Memory, ScoredMemory
+    from mcp_memoryrouter.vault.retrieval import lift_sources
+
+    def hit(key: str, tier: int, score: float) -> ScoredMemory:
+        memory = Memory(key, tier, "x", 1, 0, 0, "user", None, None, None, 0)
+        return ScoredMemory(memory, score)
+
+    hits = [hit("r", 2, 0.8), hit("b", 1, 0.7), hit("a", 1, 0.35), hit("z", 1, 0.3)]
+    assert lift_sources(hits, [], 4) == hits
+    links = [("r", "a"), ("weak", "a"), ("r", "missing"), ("a", "z")]
+    lifted = lift_sources([*hits, hit("weak", 2, 0.1)], links, 4)
+    assert [(h.memory.id, round(h.score or 0, 3)) for h in lifted] == [
+        ("r", 0.8),
+        ("a", 0.75),  # 0.35 + 0.5 x 0.8; the weaker parent does not add up
+        ("b", 0.7),
+        ("z", 0.475),  # 0.3 + 0.5 x 0.35: a parent lifts with its own score, not its lifted one
+    ]

@@ -101,6 +101,13 @@ class Store(Protocol):
         """Create reflections at ``tier`` linked to sources one tier below (an import)."""
         ...
 
+    def links(
+        self, vault_id: str, parents: Sequence[str], sources: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """(reflection, source) lineage pairs with the reflection in ``parents`` and the
+        source in ``sources``: how search lifts the rows a relevant reflection was built on."""
+        ...
+
     def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage: ...
 
     # vectors: a persisted queue per model, and exact search over what was embedded

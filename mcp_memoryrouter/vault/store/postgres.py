@@ -278,6 +278,11 @@ class PostgresStore:
             )
         )
 
+    def links(
+        self, vault_id: str, parents: Sequence[str], sources: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        return self._run(lambda c: postgres_reflect.links(c, vault_id, parents, sources))
+
     def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
         return self._run(
             lambda c: postgres_reflect.read_lineage(c, vault_id, memory_id, offset, limit)

@@ -270,6 +270,20 @@ def import_reflections(
     )
 
 
+def links(
+    conn: Conn, vault_id: str, parents: Sequence[str], sources: Sequence[str]
+) -> list[tuple[str, str]]:
+    """(parent, source) lineage pairs with both ends in the given sets."""
+    if not parents or not sources:
+        return []
+    rows = conn.execute(
+        "SELECT parent_id, child_id FROM lineage WHERE vault_id = %s "
+        "AND parent_id = ANY(%s) AND child_id = ANY(%s)",
+        (vault_id, list(parents), list(sources)),
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
 def read_lineage(conn: Conn, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
     row = conn.execute(
         f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %s AND m.vault_id = %s",

@@ -304,6 +304,12 @@ class SQLiteStore:
                 conn, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
             )
 
+    def links(
+        self, vault_id: str, parents: Sequence[str], sources: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            return sqlite_reflect.links(conn, vault_id, parents, sources)
+
     def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
         with self._read() as conn:
             return sqlite_reflect.read_lineage(conn, vault_id, memory_id, offset, limit)

@@ -247,6 +247,21 @@ def import_reflections(
     )
 
 
+def links(
+    conn: sqlite3.Connection, vault_id: str, parents: Sequence[str], sources: Sequence[str]
+) -> list[tuple[str, str]]:
+    """(parent, source) lineage pairs with both ends in the given sets."""
+    if not parents or not sources:
+        return []
+    rows = conn.execute(
+        "SELECT parent_id, child_id FROM lineage WHERE vault_id = ? "
+        f"AND parent_id IN ({placeholders(len(parents))}) "
+        f"AND child_id IN ({placeholders(len(sources))})",
+        [vault_id, *parents, *sources],
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
 def read_lineage(
     conn: sqlite3.Connection, vault_id: str, memory_id: str, offset: int, limit: int
 ) -> Lineage:
