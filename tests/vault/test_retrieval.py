@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import numpy as np
@@ -298,7 +298,7 @@ def test_sources_gain_half_their_best_parents_score_and_nothing_else_moves() -> 
     from mcp_memoryrouter.vault.domain import Memory, ScoredMemory
     from mcp_memoryrouter.vault.retrieval import lift_sources
 
-    def hit(key: str, tier: int, score: float) -> ScoredMemory:
+    def hit(key: str, tier: Literal[1, 2, 3], score: float) -> ScoredMemory:
         memory = Memory(key, tier, "x", 1, 0, 0, "user", None, None, None, 0)
         return ScoredMemory(memory, score)
 
