@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo-10, through the public HTTP API.
 
     python bench/locomo.py ../shared/bench-data/locomo/locomo10.json [--embeddings local]
+        [--reflections observations]
 
 The protocol of ``bench-data/README.md``: each conversation is one vault, each turn one raw
 memory ("<speaker>: <text>", dated with its session's date), ingested as a user would. Every
@@ -9,6 +10,13 @@ the ranked turns are scored: turn R@{1,5,10,20,50}, nDCG@10, MRR, Hit@1, and ses
 R@{1,3,5,10} (sessions ranked by their best turn); per category, and again with the
 audit-corrected evidence (``locomo_audit_errors.json`` beside the data, when present).
 The data set is CC BY-NC 4.0 (Maharana et al., ACL 2024): measurement only, never shipped.
+
+``--reflections observations`` consolidates every vault before searching, through the public
+checkout/commit loop (1,000-token batches, oldest first): the data set's own model-written
+``observation`` facts stand in for the client's model, each committed with the batch that
+holds its first evidence turn (a batch with none gets one low-importance line). Search then
+runs over all tiers; the ranked turns are the raw hits in order, followed by the sources of
+the reflection hits (``inspect``) in the reflections' rank order, deduplicated.
 """
 
 from __future__ import annotations
@@ -99,6 +107,60 @@ def ingest(http: httpx2.Client, key: str, turns: list[tuple[str, str, str]]) -> 
     return by_id
 
 
+def observations_by_turn(sample: dict[str, Any]) -> dict[str, list[str]]:
+    """The data set's model-written facts, keyed by their first evidence turn."""
+    facts: dict[str, list[str]] = defaultdict(list)
+    for per_speaker in sample.get("observation", {}).values():
+        for items in per_speaker.values():
+            for text, evidence in items:
+                turns = sorted(evidence_ids([evidence] if isinstance(evidence, str) else evidence))
+                if turns:
+                    facts[turns[0]].append(text)
+    return facts
+
+
+def consolidate(http: httpx2.Client, key: str, by_id: dict[str, str], sample: Any) -> int:
+    """Run the checkout/commit loop to the end with the data set's facts as the model's answer."""
+    headers = {"Authorization": f"Bearer {key}"}
+    facts = observations_by_turn(sample)
+    batches = 0
+    while True:
+        batch = http.post(
+            "/v1/memory/consolidate/checkout",
+            json={"tier": 1, "max_tokens": 1000},
+            headers=headers,
+        )
+        batch.raise_for_status()
+        body = batch.json()
+        if body["batch_id"] is None:
+            return batches
+        texts = [t for source in body["source_ids"] for t in facts.pop(by_id[source], [])]
+        entries = [{"text": t, "importance": 5} for t in texts[:100]] or [
+            {"text": "Small talk with nothing lasting to note.", "importance": 1}
+        ]
+        done = http.post(
+            "/v1/memory/consolidate/commit",
+            json={"batch_id": body["batch_id"], "entries": entries},
+            headers=headers,
+        )
+        done.raise_for_status()
+        batches += 1
+
+
+def sources_of(
+    http: httpx2.Client, key: str, memory_id: str, cache: dict[str, list[str]]
+) -> list[str]:
+    if memory_id not in cache:
+        found = http.post(
+            "/v1/memory/inspect",
+            json={"memory_id": memory_id},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        found.raise_for_status()
+        cache[memory_id] = [source["id"] for source in found.json()["sources"]]
+    return cache[memory_id]
+
+
 def wait_indexed(http: httpx2.Client, keys: list[str]) -> float:
     start = time.perf_counter()
     while True:
@@ -156,6 +218,7 @@ def main() -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--embeddings", default="local", choices=["local", "none"])
     parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--reflections", default="none", choices=["none", "observations"])
     args = parser.parse_args()
     data = json.loads(args.data.read_text())
     audit_path = args.data.parent / "locomo_audit_errors.json"
@@ -174,11 +237,18 @@ def main() -> None:
                 for key, c in zip(keys, data, strict=True)
             ]
             ingested = time.perf_counter() - started
+            if args.reflections == "observations":
+                batches = sum(
+                    consolidate(http, key, by_id, sample)
+                    for key, by_id, sample in zip(keys, maps, data, strict=True)
+                )
+                print(f"consolidated in {batches} batches", file=sys.stderr)
             indexed = wait_indexed(http, keys)
             print(f"ingest {ingested:.1f} s, vectors ready {indexed:.1f} s later", file=sys.stderr)
             results: list[tuple[Question, dict[str, float]]] = []
             audited: list[tuple[Question, dict[str, float]]] = []
             latencies = []
+            inspected: dict[str, list[str]] = {}
             for conv, (key, sample, by_id) in enumerate(zip(keys, data, maps, strict=True)):
                 valid = set(by_id.values())
                 for index, qa in enumerate(sample["qa"]):
@@ -194,9 +264,14 @@ def main() -> None:
                     )
                     latencies.append((time.perf_counter() - t0) * 1000)
                     response.raise_for_status()
+                    rows = response.json()["memories"]
+                    ids = [row["id"] for row in rows if row["tier"] == 1]
+                    for row in rows:
+                        if row["tier"] > 1:
+                            ids.extend(sources_of(http, key, row["id"], inspected))
                     ranked: list[str] = []
-                    for row in response.json()["memories"]:
-                        dia = by_id.get(row["id"])
+                    for memory_id in ids:
+                        dia = by_id.get(memory_id)
                         if dia is not None and dia not in ranked:
                             ranked.append(dia)
                     results.append((q, score(ranked, gold)))
@@ -204,7 +279,8 @@ def main() -> None:
                     fixed_gold = (fixed & valid) if fixed else gold
                     audited.append((q, score(ranked, fixed_gold or gold)))
     latencies.sort()
-    print(report(results, f"LoCoMo-10, embeddings={args.embeddings}, original evidence"))
+    title = f"LoCoMo-10, embeddings={args.embeddings}, reflections={args.reflections}"
+    print(report(results, f"{title}, original evidence"))
     print()
     print(report(audited, "audit-corrected evidence"))
     print(
