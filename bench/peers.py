@@ -945,6 +945,16 @@ def report(results: dict[str, Result | NotRun], queries: list[Query]) -> None:
         )
 
 
+def code_version() -> str:
+    """The commit the server ran from, flagged when its package had uncommitted changes."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "mcp_memoryrouter"], capture_output=True, text=True
+    )
+    return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10_000, help="memories (default 10000)")
@@ -958,6 +968,7 @@ def main() -> None:
         help="peers to run (default: both)",
     )
     args = parser.parse_args()
+    version = code_version()  # before the server starts and loads the package
     corpus = build_corpus(args.size, args.seed)
     queries = build_queries(corpus, args.queries, args.seed)
     progress(f"corpus: {len(corpus.memories)} memories, {len(queries)} questions")
@@ -977,7 +988,10 @@ def main() -> None:
             results[name] = run(corpus, queries)
         except Exception as exc:  # one peer failing must not lose the others' figures
             results[name] = NotRun(f"failed: {type(exc).__name__}: {exc}")
-    print(f"{len(corpus.memories)} memories, {len(queries)} questions, seed {args.seed}")
+    print(
+        f"{len(corpus.memories)} memories, {len(queries)} questions, seed {args.seed}, "
+        f"server code {version}"
+    )
     report(results, queries)
 
 
