@@ -1,5 +1,6 @@
-"""The SQLite store's fast search paths answer exactly what the plain filtered queries
-answer: lexical ranking before the vault and filter join, vector rows fetched by key."""
+"""The fast search paths: lexical ranking before the vault and filter join and vector rows
+fetched by key answer exactly what the plain filtered queries answer; the projected scan of a
+large vector index rescores exactly and honours deletes and filters."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS
+from mcp_memoryrouter.vault.vectors import VectorIndex, VectorRow
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
 DAY_MS = 86_400_000
@@ -170,3 +173,54 @@ def test_fetching_vector_hits_costs_the_same_in_a_small_and_a_large_vault(tmp_pa
     }
     assert costs[large] <= 2 * costs[small] + 5  # not a walk over the large vault's rows
     store.close()
+
+
+def clustered(count: int, seed: int, dim: int = 64) -> npt.NDArray[np.float32]:
+    """Unit vectors near an 8-dimensional subspace, as text embeddings are near a few."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((count, 8)) @ np.random.default_rng(0).standard_normal((8, dim))
+    vectors = (base + 0.3 * rng.standard_normal((count, dim))).astype(np.float32)
+    result: npt.NDArray[np.float32] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return result
+
+
+def rows_of(vault: str, first: int, count: int, tier: int = 1) -> list[VectorRow]:
+    return [VectorRow(first + i, vault, tier, None, 0, 0, None) for i in range(count)]
+
+
+def test_a_large_index_scans_projections_and_rescores_the_best_exactly() -> None:
+    vectors = clustered(3000, seed=1)
+    projected, exact = VectorIndex(64, approximate_from=1000), VectorIndex(64, 10**9)
+    for index in (projected, exact):
+        index.add(rows_of("v", 1, 3000), vectors)
+    for n in range(20):
+        query = vectors[n * 100]
+        found = projected.search("v", query, 10, SearchFilter())
+        assert found[0][0] == n * 100 + 1  # the row itself comes first
+        for seq, score in found:  # every returned score is the exact cosine
+            assert score == pytest.approx(float(vectors[seq - 1] @ query), abs=1e-5)
+        best = {seq for seq, _ in exact.search("v", query, 10, SearchFilter())}
+        assert len(best & {seq for seq, _ in found}) >= 9
+
+
+def test_the_projected_scan_never_returns_deleted_filtered_or_other_vault_rows() -> None:
+    vectors = clustered(3000, seed=2)
+    index = VectorIndex(64, approximate_from=1000)
+    index.add(rows_of("mine", 1, 2000) + rows_of("other", 2001, 1000), vectors)
+    index.add(rows_of("mine", 3001, 500, tier=2), clustered(500, seed=3))
+    query = vectors[10]
+    assert index.search("mine", query, 5, SearchFilter())[0][0] == 11
+    index.remove([11])
+    found = index.search("mine", query, 50, SearchFilter(tiers=(1,)))
+    assert found and all(1 <= seq <= 2000 and seq != 11 for seq, _ in found)
+    index.remove_vault("mine")
+    assert index.search("mine", query, 5, SearchFilter()) == []
+
+
+def test_rows_stored_after_the_projection_was_fitted_are_found() -> None:
+    index = VectorIndex(64, approximate_from=1000)
+    index.add(rows_of("v", 1, 2000), clustered(2000, seed=4))
+    fresh = clustered(1, seed=5)
+    assert all(seq != 5000 for seq, _ in index.search("v", fresh[0], 10, SearchFilter()))
+    index.add(rows_of("v", 5000, 1), fresh)
+    assert index.search("v", fresh[0], 10, SearchFilter())[0][0] == 5000
