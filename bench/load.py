@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -369,6 +370,17 @@ def report(run: Run, usage: Usage, clients: int) -> None:
     )
 
 
+def code_version() -> str:
+    """The commit the server runs from, flagged when its package has uncommitted changes."""
+    root = Path(__file__).resolve().parents[1]
+    git = ["git", "-C", str(root)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "mcp_memoryrouter"], capture_output=True, text=True
+    )
+    return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000, help="memories pre-loaded")
@@ -386,13 +398,15 @@ def main() -> None:
         print(
             f"{args.size} memories ready in {time.perf_counter() - started:.0f} s", file=sys.stderr
         )
+        version = code_version()  # read as the server starts: the code it imports
         with server(Path(tmp), {"MEMORYROUTER_EMBEDDINGS": "local"}) as url:
             run = Run(url, key, args.size, args.timeout, args.batch_tokens, args.think)
             usage = anyio.run(measure, run, args.clients, args.duration)
     print(
         f"{args.clients} MCP clients (Streamable HTTP, one process), {args.size} memories, "
         f"{args.duration:.0f} s, mix 70% search / 20% store / 10% checkout+commit "
-        f"({args.batch_tokens} tokens), think time {args.think:g} s, embeddings=local"
+        f"({args.batch_tokens} tokens), think time {args.think:g} s, embeddings=local, "
+        f"server code {version}"
     )
     report(run, usage, args.clients)
 
