@@ -179,6 +179,8 @@ async def worker(run: Run, index: int, total: int) -> None:
             await client.list_tools()
             run.ready += 1
             await run.started.wait()
+            if run.think > 0:  # staggered starts: no burst of every client's first call at once
+                await anyio.sleep(rng.uniform(0, run.think))
             n = index
             while time.perf_counter() < run.deadline:
                 await one_op(client, run, rng.choices(kinds, weights)[0], n, index)
