@@ -107,6 +107,13 @@ def error_text(result: CallToolResult) -> str:
     return " ".join(texts) or "isError without text"
 
 
+def describe(exc: BaseException) -> str:
+    """``Class: message`` of the exception, or of every leaf of an exception group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
 async def call(client: Client, run: Run, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One timed tool call: its structured result, or ``CallFailed``."""
     start = time.perf_counter()
@@ -116,7 +123,7 @@ async def call(client: Client, run: Run, tool: str, arguments: dict[str, Any]) -
     except TimeoutError:
         raise CallFailed(tool, f"timeout after {run.timeout:.0f} s") from None
     except Exception as exc:  # the client boundary: every failure is counted, by class
-        raise CallFailed(tool, f"{type(exc).__name__}: {exc}") from exc
+        raise CallFailed(tool, describe(exc)) from exc
     if result.is_error:
         raise CallFailed(tool, f"isError: {error_text(result)}")
     run.tally.ok(tool, (time.perf_counter() - start) * 1000)
@@ -171,6 +178,7 @@ async def worker(run: Run, index: int, total: int) -> None:
     rng = random.Random(index)
     kinds, weights = [k for k, _ in MIX], [w for _, w in MIX]
     headers = {"Authorization": f"Bearer {run.key}"}
+    phase = "opening"
     try:
         async with (
             httpx2.AsyncClient(headers=headers, timeout=run.timeout) as http,
@@ -178,6 +186,7 @@ async def worker(run: Run, index: int, total: int) -> None:
         ):
             await client.list_tools()
             run.ready += 1
+            phase = "running"
             await run.started.wait()
             if run.think > 0:  # staggered starts: no burst of every client's first call at once
                 await anyio.sleep(rng.uniform(0, run.think))
@@ -192,9 +201,11 @@ async def worker(run: Run, index: int, total: int) -> None:
                             max(0.0, run.deadline - time.perf_counter()),
                         )
                     )
-    except Exception as exc:  # a session that cannot open, or fails outside a call
-        run.connect_failures[f"{type(exc).__name__}: {exc}"[:300]] += 1
-        run.ready += 1
+            phase = "closing"
+    except Exception as exc:  # a session that fails to open or close, or outside a call
+        run.connect_failures[f"{phase}: {describe(exc)}"[:300]] += 1
+        if phase == "opening":
+            run.ready += 1
 
 
 def server_pid() -> int:
