@@ -1,6 +1,6 @@
 """This server against the MCP memory servers a user would otherwise pick, on one corpus.
 
-    python bench/peers.py [--size 10000] [--queries 200] [--seed 7]
+    python bench/peers.py [--size 10000] [--queries 200] [--seed 7] [--hard]
 
 The same generated corpus (dated conversational memories) and the same natural-language
 questions go through MCP to three systems, each its own process:
@@ -21,6 +21,11 @@ Ingest is timed twice: until the last write is acknowledged, and until the last 
 searchable (ours: no embeddings pending). Recall@10: the share of questions with a gold memory
 among the first 10 memories returned, mapped back to the corpus by exact text. RSS: the server
 process's resident memory, peak (sampled every 0.2 s) and at the end.
+
+``--hard`` asks the hard question set instead (``bench/peers_corpus.py``): a recurring cast of
+12-40 people shares the names, questions are in other words and name the month where a person
+has several facts of one kind (kinds "paraphrase" and "dated"), so a name match alone no longer
+finds the fact.
 """
 
 import argparse
@@ -41,7 +46,14 @@ from bench.peers_adapters import (
     run_ours,
     run_server_memory,
 )
-from bench.peers_corpus import Corpus, Kind, Query, build_corpus, build_queries
+from bench.peers_corpus import (
+    Corpus,
+    Kind,
+    Query,
+    build_corpus,
+    build_hard_queries,
+    build_queries,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Report
@@ -56,8 +68,9 @@ def report(results: dict[str, Result | NotRun], queries: list[Query]) -> None:
     names = list(results)
     ours = results[names[0]]
     assert isinstance(ours, Result)
-    kinds: tuple[Kind, ...] = ("keyword", "paraphrase", "temporal")
+    kinds: tuple[Kind, ...] = ("keyword", "paraphrase", "dated", "temporal")
     counts = {kind: sum(q.kind == kind for q in queries) for kind in kinds}
+    counts = {kind: n for kind, n in counts.items() if n}  # the kinds this question set asks
     rows: list[tuple[str, Callable[[Result], str]]] = [
         ("ingest acknowledged s", lambda r: f"{r.acknowledged_s:.1f}"),
         ("ingest searchable s", lambda r: f"{r.searchable_s:.1f}"),
@@ -108,6 +121,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="questions (default 200)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--hard",
+        action="store_true",
+        help="the hard question set: a recurring cast of 12-40 people, questions in other words, "
+        "with the month where a person has several facts of one kind (see bench/peers_corpus.py)",
+    )
+    parser.add_argument(
         "--only",
         nargs="*",
         choices=["server-memory", "basic-memory"],
@@ -116,8 +135,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     version = code_version()  # before the server starts and loads the package
-    corpus = build_corpus(args.size, args.seed)
-    queries = build_queries(corpus, args.queries, args.seed)
+    corpus = build_corpus(args.size, args.seed, hard=args.hard)
+    ask = build_hard_queries if args.hard else build_queries
+    queries = ask(corpus, args.queries, args.seed)
     progress(f"corpus: {len(corpus.memories)} memories, {len(queries)} questions")
     peers: dict[str, Callable[[Corpus, list[Query]], Result | NotRun]] = {
         "server-memory": run_server_memory,
@@ -135,8 +155,9 @@ def main() -> None:
             results[name] = run(corpus, queries)
         except Exception as exc:  # one peer failing must not lose the others' figures
             results[name] = NotRun(f"failed: {type(exc).__name__}: {exc}")
+    hard = ", hard questions" if args.hard else ""
     print(
-        f"{len(corpus.memories)} memories, {len(queries)} questions, seed {args.seed}, "
+        f"{len(corpus.memories)} memories, {len(queries)} questions, seed {args.seed}{hard}, "
         f"server code {version}"
     )
     report(results, queries)
