@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from mcp_memoryrouter.errors import InvalidRequest, Unauthorized
@@ -79,6 +80,10 @@ def _check_text(text: str, field: str) -> None:
         raise InvalidRequest(
             f"{field} is not valid Unicode text (lone surrogate)", {"field": field}
         ) from exc
+
+
+# Lexical halves of hybrid searches; threads start on first use and end with the process.
+_SEARCH_THREADS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="lexical-search")
 
 
 class VaultService:
@@ -188,13 +193,23 @@ class VaultService:
         the relevant reflections built on them (see :mod:`retrieval`)."""
         embedder = self._embedders.get(self._embedders.resolve(embeddings))
         depth = max(limit * 3, CANDIDATES)
-        lexical = self._store.search_lexical(access.vault_id, query_terms(query), depth, where)
+        terms = query_terms(query)
         dense: list[ScoredMemory] = []
-        if embedder is not None:
-            vector = embedder.embed([query])[0]
-            dense = self._store.search_vectors(
-                access.vault_id, embedder.model_id, embedder.dim, vector, depth, where
+        if embedder is None:
+            lexical = self._store.search_lexical(access.vault_id, terms, depth, where)
+        else:
+            # BM25 runs while the query is embedded and the vectors scanned: SQLite, onnxruntime
+            # and numpy all release the GIL, so the two paths overlap on a multi-core machine.
+            pending = _SEARCH_THREADS.submit(
+                self._store.search_lexical, access.vault_id, terms, depth, where
             )
+            try:
+                vector = embedder.embed([query])[0]
+                dense = self._store.search_vectors(
+                    access.vault_id, embedder.model_id, embedder.dim, vector, depth, where
+                )
+            finally:
+                lexical = pending.result()
         hits = smooth(fuse(lexical, dense, depth), depth)
         parents = [h.memory.id for h in hits if h.memory.tier > 1]
         if not parents:

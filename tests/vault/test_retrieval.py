@@ -312,3 +312,38 @@ def test_sources_gain_half_their_best_parents_score_and_nothing_else_moves() -> 
         ("b", 0.7),
         ("z", 0.475),  # 0.3 + 0.5 x 0.35: a parent lifts with its own score, not its lifted one
     ]
+
+
+def test_the_lexical_half_runs_while_the_query_is_embedded(tmp_path: Path) -> None:
+    import threading
+
+    both = threading.Barrier(2, timeout=10)  # each half waits until the other has started
+    meeting = {"on": False}
+
+    class WatchedStore(SQLiteStore):
+        def search_lexical(self, *args: Any, **kwargs: Any) -> Any:
+            if meeting["on"]:
+                both.wait()
+            return super().search_lexical(*args, **kwargs)
+
+    class WaitingEmbedder(ConceptEmbedder):
+        def embed(self, texts: Any) -> Any:
+            if meeting["on"]:
+                both.wait()
+            return super().embed(texts)
+
+    embedder = WaitingEmbedder()
+    vault = make_vault(
+        tmp_path,
+        embedders=Embedders({"concepts": lambda: embedder}, "concepts"),
+        store=lambda path: WatchedStore(path / "vault.sqlite3"),
+    )
+    try:
+        vault.ingest("my car broke down")
+        vault.worker.drain()
+        meeting["on"] = True
+        assert [m["content"] for m in search(vault, "automobile")] == ["my car broke down"]
+        assert not both.broken
+    finally:
+        vault.http.close()
+        vault.store.close()
