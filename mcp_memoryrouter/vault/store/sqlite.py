@@ -44,7 +44,12 @@ from mcp_memoryrouter.vault.domain import (
 )
 from mcp_memoryrouter.vault.retrieval import prune_common
 from mcp_memoryrouter.vault.store import sqlite_reflect, sqlite_vectors, sqlite_window
-from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
+from mcp_memoryrouter.vault.store.sqlite_rows import (
+    MEMORY_COLUMNS,
+    filter_sql,
+    memory_from_row,
+    placeholders,
+)
 from mcp_memoryrouter.vault.tiers import Selection
 from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
 from mcp_memoryrouter.vault.window import Order, Page
@@ -474,25 +479,6 @@ class SQLiteStore:
         return [UsageLine(*row) for row in rows]
 
 
-def _filter_sql(where: SearchFilter) -> tuple[str, list[object]]:
-    """The search filter as ``AND`` terms on ``m``."""
-    sql = ""
-    params: list[object] = []
-    if where.tiers is not None:
-        sql += f" AND m.tier IN ({placeholders(len(where.tiers))})"
-        params.extend(where.tiers)
-    if where.min_importance is not None:
-        sql += " AND m.importance >= ?"
-        params.append(where.min_importance)
-    if where.session_id is not None:
-        sql += " AND (m.tier > 1 OR m.session_id = ?)"
-        params.append(where.session_id)
-    if where.window is not None:
-        sql += " AND m.date_from <= ? AND m.date_to >= ?"
-        params.extend((where.window[1], where.window[0]))
-    return sql, params
-
-
 def _ranked_first(
     conn: sqlite3.Connection, match: str, vault_id: str, where: SearchFilter, limit: int
 ) -> list[Any]:
@@ -500,7 +486,7 @@ def _ranked_first(
     filters applied after ranking: BM25 still scores every match, but only the ranked few
     are joined to their rows. Exact whenever it returns ``limit`` rows (every row outside the
     ranked few ranks after all of them, in the same (rank, seq) order)."""
-    filters, params = _filter_sql(where)
+    filters, params = filter_sql(where)
     sql = (
         f"SELECT {MEMORY_COLUMNS}, f.score, m.seq FROM ("
         "SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
@@ -516,7 +502,7 @@ def _filtered_first(
 ) -> list[Any]:
     """The best ``limit`` matches of the vault that pass the filter: every match is joined to
     its row before ranking (what a selective filter or a small vault needs)."""
-    filters, params = _filter_sql(where)
+    filters, params = filter_sql(where)
     sql = (
         f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS score, m.seq FROM memories_fts "
         "JOIN memories m ON m.seq = memories_fts.rowid "
