@@ -55,6 +55,44 @@ def server(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[
         proc.wait(timeout=30)
 
 
+def code_version() -> str:
+    """The commit the server runs from, flagged when its package has uncommitted changes."""
+    git = ["git", "-C", str(Path(__file__).resolve().parents[1])]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "mcp_memoryrouter"], capture_output=True, text=True
+    )
+    return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
+
+
+def processes() -> dict[int, tuple[int, str]]:
+    """Every process of the machine: pid -> (parent pid, command line), from /proc."""
+    found: dict[int, tuple[int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        found[int(entry.name)] = (parent, cmdline)
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory (VmRSS) of one process; 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def timed(fn: Callable[[], object], samples: int) -> list[float]:
     """Wall milliseconds of ``samples`` calls."""
     out = []

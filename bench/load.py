@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +41,7 @@ from mcp.types import CallToolResult, TextContent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import p50, p95, server, table
+from bench.common import code_version, p50, p95, processes, rss_bytes, server, table
 from bench.search import QUERIES, fill, sentence
 
 SEARCH_P99_GOAL_MS = 250.0
@@ -210,25 +209,15 @@ async def worker(run: Run, index: int, total: int) -> None:
 
 def server_pid() -> int:
     """The ``serve`` process ``bench.common.server`` started: our child."""
-    me = str(os.getpid())
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[1] == me and b"serve" in cmdline:
-            return int(entry.name)
+    me = os.getpid()
+    for pid, (parent, cmdline) in processes().items():
+        if parent == me and "serve" in cmdline:
+            return pid
     raise RuntimeError("server process not found")
 
 
 def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return rss_bytes(pid) / 2**20
 
 
 def cpu_seconds(pid: int) -> float:
@@ -381,17 +370,6 @@ def report(run: Run, usage: Usage, clients: int) -> None:
         f"caveat: server and all clients share this machine's {os.cpu_count()} cores "
         "(and other jobs on it); latencies include waiting for a core."
     )
-
-
-def code_version() -> str:
-    """The commit the server runs from, flagged when its package has uncommitted changes."""
-    root = Path(__file__).resolve().parents[1]
-    git = ["git", "-C", str(root)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(
-        [*git, "status", "--porcelain", "mcp_memoryrouter"], capture_output=True, text=True
-    )
-    return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
 
 
 def main() -> None:

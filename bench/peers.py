@@ -29,16 +29,14 @@ finds the fact.
 """
 
 import argparse
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import p50, p95, table
+from bench.common import code_version, p50, p95, table
 from bench.peers_adapters import (
-    ROOT,
     NotRun,
     Result,
     progress,
@@ -103,16 +101,6 @@ def report(results: dict[str, Result | NotRun], queries: list[Query]) -> None:
             f"{recall(ours):.1f} vs {recall(result):.1f} (goal: equal or better): "
             + ("met" if met else "NOT met")
         )
-
-
-def code_version() -> str:
-    """The commit the server ran from, flagged when its package had uncommitted changes."""
-    git = ["git", "-C", str(ROOT)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(
-        [*git, "status", "--porcelain", "mcp_memoryrouter"], capture_output=True, text=True
-    )
-    return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.common import server
+from bench.common import processes, rss_bytes, server
 from bench.peers_corpus import Corpus, Kind, Memory, Query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,33 +54,6 @@ class NotRun:
 Search = Callable[[str], Awaitable[list[str]]]  # a question -> the texts returned, best first
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """Every process of the machine: pid -> (parent pid, command line), from /proc."""
-    table_: dict[int, tuple[int, str]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # gone meanwhile
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        table_[int(entry.name)] = (parent, cmdline)
-    return table_
-
-
-def _rss(pid: int) -> int:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 class RssWatch:
     """Resident memory (VmRSS) of our descendant processes whose command line holds
     ``marker``, with their own descendants, sampled every 0.2 s in a thread."""
@@ -100,7 +73,7 @@ class RssWatch:
         self._thread.join()
 
     def sample(self) -> int:
-        procs = _processes()
+        procs = processes()
         children: dict[int, list[int]] = {}
         for pid, (parent, _) in procs.items():
             children.setdefault(parent, []).append(pid)
@@ -112,7 +85,7 @@ class RssWatch:
             if inside:
                 ours.add(pid)
             pending.extend((child, inside) for child in children.get(pid, []))
-        total = sum(_rss(pid) for pid in ours)
+        total = sum(rss_bytes(pid) for pid in ours)
         self.peak = max(self.peak, total)
         return total
 
