@@ -14,9 +14,10 @@ import numpy.typing as npt
 import pytest
 
 from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
+from mcp_memoryrouter.vault.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS
-from mcp_memoryrouter.vault.vectors import VectorIndex, VectorRow
+from mcp_memoryrouter.vault.vectors import VectorIndex
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
 DAY_MS = 86_400_000
@@ -184,8 +185,8 @@ def clustered(count: int, seed: int, dim: int = 64) -> npt.NDArray[np.float32]:
     return result
 
 
-def rows_of(vault: str, first: int, count: int, tier: int = 1) -> list[VectorRow]:
-    return [VectorRow(first + i, vault, tier, None, 0, 0, None) for i in range(count)]
+def rows_of(vault: str, first: int, count: int, tier: int = 1) -> list[IndexRow]:
+    return [IndexRow(first + i, vault, tier, None, 0, 0, None) for i in range(count)]
 
 
 def test_a_large_index_scans_projections_and_rescores_the_best_exactly() -> None:

@@ -22,10 +22,11 @@ from psycopg import sql
 
 from mcp_memoryrouter.vault.domain import ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.retrieval import NEIGHBOUR_GAP_MS
+from mcp_memoryrouter.vault.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS, filter_sql
 from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
 from mcp_memoryrouter.vault.store.sqlite_vectors import embedding_text
-from mcp_memoryrouter.vault.vectors import Pending, VectorRow
+from mcp_memoryrouter.vault.vectors import Pending
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 EXACT_MAX = 20_000  # filtered rows scored exactly; beyond this the HNSW index answers
@@ -65,7 +66,7 @@ def take(conn: Conn, model: str, limit: int) -> list[Pending]:
         "AND abs(p.date_from - m.date_from) <= %s ORDER BY m.seq",
         (model, limit, NEIGHBOUR_GAP_MS),
     ).fetchall()
-    return [Pending(VectorRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
+    return [Pending(IndexRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
 
 
 def put(

@@ -11,7 +11,8 @@ import numpy.typing as npt
 
 from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.retrieval import NEIGHBOUR_GAP_MS
-from mcp_memoryrouter.vault.vectors import Pending, VectorIndex, VectorRow
+from mcp_memoryrouter.vault.rowtable import IndexRow
+from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
 
 
 def embedding_text(content: str, date_from: int, date_to: int, before: str | None = None) -> str:
@@ -42,7 +43,7 @@ def take(conn: sqlite3.Connection, model: str, limit: int) -> list[Pending]:
         "WHERE q.model = ? ORDER BY q.seq LIMIT ?",
         (NEIGHBOUR_GAP_MS, model, limit),
     ).fetchall()
-    return [Pending(VectorRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
+    return [Pending(IndexRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
 
 
 def put(
@@ -76,7 +77,7 @@ def load_index(conn: sqlite3.Connection, model: str, dim: int) -> VectorIndex:
         (model,),
     )
     while batch := cursor.fetchmany(4096):
-        rows = [VectorRow(*r[:7]) for r in batch]
+        rows = [IndexRow(*r[:7]) for r in batch]
         matrix = np.frombuffer(b"".join(r[7] for r in batch), dtype=np.float32)
         index.add(rows, matrix.reshape(len(batch), dim))
     return index

@@ -1,0 +1,132 @@
+"""The row attributes an in-memory index filters on, as numpy columns (vault, tier,
+importance, session, coverage window), and the search filter as a mask over them.
+
+Both in-memory indexes (vectors, and the lexical postings of the SQLite store) keep one
+table: rows are appended at new positions and marked dead when deleted, so a position
+never changes meaning while a search holds it. The mask reproduces
+:func:`mcp_memoryrouter.vault.store.sqlite_rows.filter_sql` exactly (a test holds them
+together).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mcp_memoryrouter.vault.domain import SearchFilter
+
+_GROW = 1.5
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    seq: int
+    vault: str
+    tier: int
+    importance: int | None
+    date_from: int
+    date_to: int
+    session: str | None
+
+
+_COLUMNS: dict[str, type[np.generic]] = {
+    "seq": np.int64,
+    "vault": np.int32,
+    "tier": np.int8,
+    "importance": np.int16,
+    "date_from": np.int64,
+    "date_to": np.int64,
+    "session": np.int32,
+    "alive": np.bool_,
+}
+
+
+class RowTable:
+    """Columns by position; not thread-safe (its index holds the lock)."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.size = 0  # positions used, dead ones included
+        self.live = 0
+        self.where: dict[int, int] = {}  # seq -> position of its live row
+        self._codes: dict[str, int] = {}  # vault ids and session ids -> small ints
+        self.columns: dict[str, npt.NDArray[Any]] = {
+            n: np.zeros(capacity, dtype=t) for n, t in _COLUMNS.items()
+        }
+
+    @property
+    def capacity(self) -> int:
+        return len(self.columns["seq"])
+
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        return self._codes.setdefault(value, len(self._codes))
+
+    def reserve(self, needed: int) -> bool:
+        """Make room for ``needed`` positions; True when the columns were reallocated."""
+        capacity = self.capacity
+        if needed <= capacity:
+            return False
+        new = max(needed, int(capacity * _GROW))
+        for name, old in self.columns.items():
+            grown = np.zeros(new, dtype=old.dtype)
+            grown[:capacity] = old
+            self.columns[name] = grown
+        return True
+
+    def put(self, row: IndexRow, position: int | None = None) -> int:
+        """Write a row at ``position`` (a fresh one when None); return the position.
+        The caller has reserved room."""
+        c = self.columns
+        if position is None:
+            position = self.size
+            self.size += 1
+        if not c["alive"][position]:
+            self.live += 1
+        self.where[row.seq] = position
+        c["seq"][position] = row.seq
+        c["vault"][position] = self._code(row.vault)
+        c["tier"][position] = row.tier
+        c["importance"][position] = row.importance or 0
+        c["date_from"][position] = row.date_from
+        c["date_to"][position] = row.date_to
+        c["session"][position] = self._code(row.session)
+        c["alive"][position] = True
+        return position
+
+    def drop(self, seq: int) -> int | None:
+        """Mark the row of ``seq`` dead; its position, or None when it was not here."""
+        position = self.where.pop(seq, None)
+        if position is not None:
+            self.columns["alive"][position] = False
+            self.live -= 1
+        return position
+
+    def vault_positions(self, vault: str) -> npt.NDArray[np.intp]:
+        code = self._codes.get(vault)
+        if code is None:
+            return np.zeros(0, dtype=np.intp)
+        n = self.size
+        return np.flatnonzero(self.columns["alive"][:n] & (self.columns["vault"][:n] == code))
+
+    def mask(self, vault: str, where: SearchFilter) -> npt.NDArray[np.bool_] | None:
+        """Which of the first ``size`` positions are live rows of the vault passing the
+        filter; None when the vault has no row here."""
+        code = self._codes.get(vault)
+        if code is None or self.size == 0:
+            return None
+        n, c = self.size, self.columns
+        mask: npt.NDArray[np.bool_] = c["alive"][:n] & (c["vault"][:n] == code)
+        if where.tiers is not None:
+            mask &= np.isin(c["tier"][:n], np.array(where.tiers, dtype=np.int8))
+        if where.min_importance is not None:
+            mask &= c["importance"][:n] >= where.min_importance
+        if where.session_id is not None:
+            session = self._codes.get(where.session_id, -2)
+            mask &= (c["tier"][:n] > 1) | (c["session"][:n] == session)
+        if where.window is not None:
+            mask &= (c["date_from"][:n] <= where.window[1]) & (c["date_to"][:n] >= where.window[0])
+        return mask
