@@ -105,6 +105,18 @@ class RowTable:
             self.live -= 1
         return position
 
+    def compacted(self, positions: npt.NDArray[np.intp]) -> RowTable:
+        """A table of the rows at ``positions``, moved to 0, 1, ... in that order."""
+        fresh = RowTable(max(1024, positions.size))
+        for name, column in self.columns.items():
+            fresh.columns[name][: positions.size] = column[positions]
+        fresh.size = positions.size
+        fresh.live = int(np.count_nonzero(fresh.columns["alive"][: positions.size]))
+        fresh._codes = dict(self._codes)
+        seqs = fresh.columns["seq"][: positions.size].tolist()
+        fresh.where = {seq: p for p, seq in enumerate(seqs) if fresh.columns["alive"][p]}
+        return fresh
+
     def vault_positions(self, vault: str) -> npt.NDArray[np.intp]:
         code = self._codes.get(vault)
         if code is None:

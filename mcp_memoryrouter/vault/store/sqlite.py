@@ -42,8 +42,14 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
+from mcp_memoryrouter.vault.lexical import LexicalIndex
 from mcp_memoryrouter.vault.retrieval import prune_common
-from mcp_memoryrouter.vault.store import sqlite_reflect, sqlite_vectors, sqlite_window
+from mcp_memoryrouter.vault.store import (
+    sqlite_lexical,
+    sqlite_reflect,
+    sqlite_vectors,
+    sqlite_window,
+)
 from mcp_memoryrouter.vault.store.sqlite_rows import (
     MEMORY_COLUMNS,
     filter_sql,
@@ -97,12 +103,22 @@ class SQLiteStore:
         self._indexes: dict[str, VectorIndex] = {}
         self._index_lock = threading.Lock()
         self.schema_version = migrate(self._writer)
+        # The in-memory BM25 index (loaded on the first search) and what keeps it in step:
+        # a change log the writer's triggers fill, applied after each commit.
+        self._writer.execute("PRAGMA temp_store = MEMORY")
+        self._writer.executescript(sqlite_lexical.CHANGE_LOG)
+        self._lexicon: LexicalIndex | None = None
+        self._lexicon_lock = threading.Lock()
+        self._doc_tokens = sqlite_lexical.Tokenizer()
+        self._query_tokens = sqlite_lexical.Tokenizer()
 
     def close(self) -> None:
         with self._lock:
             for conn in [self._writer, *self._readers]:
                 conn.close()
             self._readers.clear()
+            self._doc_tokens.close()
+            self._query_tokens.close()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -121,6 +137,7 @@ class SQLiteStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            sqlite_lexical.apply_log(conn, self._lexicon, self._doc_tokens)
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -232,6 +249,22 @@ class SQLiteStore:
     ) -> list[ScoredMemory]:
         if not terms:
             return []
+        index = self._lexical_index()
+        tokens = self._query_tokens.words(terms)
+        if any(len(t) > 1 for t in tokens):  # a word FTS5 splits is a phrase: FTS5 answers
+            return self._search_fts(vault_id, terms, limit, where)
+        kept = set(prune_common(terms, {t: index.doc_freq(t) for t in terms}, len(index)))
+        chosen = [
+            t[0] if t else None for word, t in zip(terms, tokens, strict=True) if word in kept
+        ]
+        hits = index.search(vault_id, chosen, limit, where)
+        return self._rows_by_seq(vault_id, hits)
+
+    def _search_fts(
+        self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
+    ) -> list[ScoredMemory]:
+        """BM25 by FTS5 itself: the same ranking, slower (each match is scored through
+        SQLite's auxiliary-function API)."""
         with self._read() as conn:
             terms, share = self._lexical_plan(conn, vault_id, terms)
             match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
@@ -241,6 +274,18 @@ class SQLiteStore:
             if len(rows) < limit:  # few matches, or the vault and filters kept too few of them
                 rows = _filtered_first(conn, match, vault_id, where, limit)
         return [ScoredMemory(replace(memory_from_row(r), seq=r[11]), -float(r[10])) for r in rows]
+
+    def _lexical_index(self) -> LexicalIndex:
+        with self._lexicon_lock:
+            if self._lexicon is None:
+                with self._lock:  # the writer lock: nothing commits while the index loads
+                    self._writer.execute("BEGIN")
+                    try:
+                        self._writer.execute("DELETE FROM temp.lexical_log")
+                        self._lexicon = sqlite_lexical.load_index(self._writer)
+                    finally:
+                        self._writer.execute("COMMIT")
+            return self._lexicon
 
     def date_page(
         self, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int
@@ -352,20 +397,26 @@ class SQLiteStore:
         where: SearchFilter,
     ) -> list[ScoredMemory]:
         index = self._index(model, dim)
-        hits = index.search(vault_id, query, k, where)
+        hits = sorted(index.search(vault_id, query, k, where), key=lambda h: (-h[1], h[0]))
+        return self._rows_by_seq(vault_id, hits)
+
+    def _rows_by_seq(self, vault_id: str, hits: Sequence[tuple[int, float]]) -> list[ScoredMemory]:
+        """The memories of an in-memory index's (seq, score) hits, in the hits' order; a row
+        deleted since the index answered is left out."""
         if not hits:
             return []
-        scores = dict(hits)
         with self._read() as conn:
             rows = conn.execute(
                 # By primary key: with a plain ``m.vault_id = ?`` the planner walked the
                 # vault's index (every row of the vault) instead.
                 f"SELECT {MEMORY_COLUMNS}, m.seq FROM memories m "
                 f"WHERE m.seq IN ({placeholders(len(hits))}) AND +m.vault_id = ?",
-                [*scores, vault_id],
+                [*(seq for seq, _ in hits), vault_id],
             ).fetchall()
-        found = [ScoredMemory(replace(memory_from_row(r), seq=r[10]), scores[r[10]]) for r in rows]
-        return sorted(found, key=lambda h: -(h.score or 0.0))
+        found = {r[10]: memory_from_row(r) for r in rows}
+        return [
+            ScoredMemory(replace(found[seq], seq=seq), score) for seq, score in hits if seq in found
+        ]
 
     def pending_embeddings(self, vault_id: str) -> int:
         with self._read() as conn:

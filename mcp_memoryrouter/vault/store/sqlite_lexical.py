@@ -1,0 +1,127 @@
+"""The SQLite store's in-memory BM25 index (:mod:`mcp_memoryrouter.vault.lexical`): its
+tokens come from FTS5 itself, and a change log kept by triggers keeps it in step.
+
+- **Tokens.** An in-memory FTS5 table with the vault's tokenizer turns text into tokens
+  (``fts5vocab`` ``instance`` rows), so a word is stemmed and split exactly as the
+  on-disk index does it. The whole index loads from the on-disk FTS5 index the same way.
+- **Change log.** Temporary triggers on the writer connection append every inserted and
+  deleted memory's seq to a temporary table, inside the writing transaction: a rollback
+  takes its log entries with it, and no write path can forget to tell the index. The
+  store applies the log after each commit, still holding the writer lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+
+from mcp_memoryrouter.vault.lexical import LexicalDoc, LexicalIndex
+from mcp_memoryrouter.vault.rowtable import IndexRow
+from mcp_memoryrouter.vault.store.sqlite_rows import placeholders
+
+# The tokenizer of ``memories_fts`` (migration 0003); a test reads it back from the schema.
+TOKENIZE = "porter unicode61"
+
+CHANGE_LOG = """
+CREATE TEMP TABLE IF NOT EXISTS lexical_log (added INTEGER NOT NULL, seq INTEGER NOT NULL);
+CREATE TEMP TRIGGER IF NOT EXISTS lexical_added AFTER INSERT ON main.memories BEGIN
+    INSERT INTO lexical_log (added, seq) VALUES (1, new.seq);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS lexical_deleted AFTER DELETE ON main.memories BEGIN
+    INSERT INTO lexical_log (added, seq) VALUES (0, old.seq);
+END;
+"""
+
+_ROW = "seq, vault_id, tier, importance, date_from, date_to, session_id"
+_CHUNK = 500
+
+
+class Tokenizer:
+    """FTS5's tokenizer, run on text that is not in the vault."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5 (content, dated, tokenize = '{TOKENIZE}')"
+        )
+        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, 'instance')")
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _run(self, texts: Sequence[tuple[str, str]]) -> list[list[tuple[str, str, int]]]:
+        """Each text's (token, column, offset) triples."""
+        out: list[list[tuple[str, str, int]]] = [[] for _ in texts]
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT INTO t (rowid, content, dated) VALUES (?, ?, ?)",
+                    [(i, content, dated) for i, (content, dated) in enumerate(texts)],
+                )
+                for term, doc, column, offset in self._conn.execute(
+                    "SELECT term, doc, col, offset FROM v"
+                ):
+                    out[doc].append((term, column, offset))
+                self._conn.execute("DELETE FROM t")
+            finally:
+                self._conn.execute("COMMIT")
+        return out
+
+    def counts(self, texts: Sequence[tuple[str, str]]) -> list[dict[str, int]]:
+        """How often each token occurs in each (content, dated) pair."""
+        result = []
+        for triples in self._run(texts):
+            counts: dict[str, int] = {}
+            for token, _, _ in triples:
+                counts[token] = counts.get(token, 0) + 1
+            result.append(counts)
+        return result
+
+    def words(self, words: Sequence[str]) -> list[list[str]]:
+        """Each word's tokens, in order (usually one; none for a word of punctuation)."""
+        return [
+            [token for token, _, _ in sorted(triples, key=lambda t: t[2])]
+            for triples in self._run([(word, "") for word in words])
+        ]
+
+
+def load_index(conn: sqlite3.Connection) -> LexicalIndex:
+    """The index of every memory, read from the on-disk FTS5 index (caller holds the
+    writer lock, so nothing commits in between)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
+        "USING fts5vocab (main, memories_fts, 'instance')"
+    )
+    rows = (IndexRow(*r) for r in conn.execute(f"SELECT {_ROW} FROM memories ORDER BY seq"))
+    cursor = conn.cursor().execute("SELECT term, doc FROM temp.memories_instances")
+    return LexicalIndex.bulk(rows, iter(lambda: cursor.fetchmany(65_536), []))
+
+
+def apply_log(conn: sqlite3.Connection, index: LexicalIndex | None, tokens: Tokenizer) -> None:
+    """Bring the index up to date with the log, then empty the log (after a commit, under
+    the writer lock). Without an index the log is just emptied: a later load reads it all."""
+    log = conn.execute("SELECT added, seq FROM temp.lexical_log ORDER BY rowid").fetchall()
+    if not log:
+        return
+    conn.execute("DELETE FROM temp.lexical_log")
+    if index is None:
+        return
+    gone = {seq for added, seq in log if not added}
+    last = {seq: added for added, seq in log}
+    if gone:
+        index.remove(gone)
+    added = [seq for seq, was_added in last.items() if was_added]
+    for start in range(0, len(added), _CHUNK):
+        index.add(_docs(conn, added[start : start + _CHUNK], tokens))
+
+
+def _docs(conn: sqlite3.Connection, seqs: Sequence[int], tokens: Tokenizer) -> Iterable[LexicalDoc]:
+    rows = conn.execute(
+        f"SELECT {_ROW}, content, dated FROM memories WHERE seq IN ({placeholders(len(seqs))})",
+        list(seqs),
+    ).fetchall()
+    counts = tokens.counts([(r[7], r[8]) for r in rows])
+    return [LexicalDoc(IndexRow(*r[:7]), c) for r, c in zip(rows, counts, strict=True)]

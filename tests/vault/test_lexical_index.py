@@ -1,0 +1,201 @@
+"""The SQLite store's in-memory BM25 index answers exactly what FTS5's ``bm25()`` answers
+(same rows, same scores, same order) through loads, inserts, deletes, wipes, rollbacks,
+reused seqs and compaction, and never runs ``bm25()`` on its path."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from mcp_memoryrouter.vault import lexical
+from mcp_memoryrouter.vault.domain import Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.store import sqlite_lexical
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+
+DAY_MS = 86_400_000
+VOCABULARY = [
+    "apple", "apples", "pear", "plum", "fig", "kiwi", "lime", "grape", "running", "runs",
+    "ran", "café", "Zoë", "o'clock", "2024", "march", "x", "the", "and", "walked",
+]  # fmt: skip
+FILTERS = [
+    SearchFilter(),
+    SearchFilter(tiers=(1,)),
+    SearchFilter(tiers=(2, 3)),
+    SearchFilter(min_importance=5),
+    SearchFilter(session_id="s1"),
+    SearchFilter(window=(5 * DAY_MS, 9 * DAY_MS)),
+    SearchFilter(tiers=(1, 2), session_id="s2", window=(0, 20 * DAY_MS)),
+]
+
+
+class Vaults:
+    def __init__(self, store: SQLiteStore, seed: int) -> None:
+        self.store, self.rng, self.count = store, random.Random(seed), 0
+        self.owner: dict[str, str] = {}  # memory id -> vault
+
+    def text(self) -> str:
+        return " ".join(self.rng.choices(VOCABULARY, k=self.rng.randint(1, 9)))
+
+    def raw(self, vault: str, count: int) -> list[str]:
+        rows = []
+        for _ in range(count):
+            self.count += 1
+            rows.append(
+                NewRaw(
+                    f"{vault}-{self.count}",
+                    "user",
+                    self.text(),
+                    3,
+                    self.rng.randrange(30) * DAY_MS,
+                    self.rng.choice([None, "s1", "s2"]),
+                    f"{vault}-{self.count}",
+                    0,
+                )
+            )
+        ids = self.store.ingest(vault, rows, None)[0]
+        self.owner.update(dict.fromkeys(ids, vault))
+        return ids
+
+    def reflections(self, vault: str, tier: int, sources: list[str]) -> list[str]:
+        entries = [Entry(self.text(), self.rng.randint(1, 10)) for _ in range(4)]
+        covers = (self.rng.randrange(10) * DAY_MS, self.rng.randrange(10, 30) * DAY_MS)
+        created = self.store.import_reflections(vault, tier, entries, sources, covers, 0, None)  # type: ignore[arg-type]
+        self.owner.update({c.id: vault for c in created})
+        return [c.id for c in created]
+
+
+def assert_same_as_fts(data: Vaults, rng: random.Random, vaults: list[str]) -> None:
+    store = data.store
+    for _ in range(25):
+        vault = rng.choice(vaults)
+        words = list(dict.fromkeys(w.lower() for w in rng.sample(VOCABULARY, rng.randint(1, 4))))
+        limit = rng.choice([1, 5, 10, 150])
+        where = rng.choice(FILTERS)
+        found = [(h.memory.id, h.score) for h in store.search_lexical(vault, words, limit, where)]
+        reference = store._search_fts(vault, words, limit, where)  # FTS5's bm25()
+        assert found == [(h.memory.id, h.score) for h in reference], (words, where)
+        assert {data.owner[memory_id] for memory_id, _ in found} <= {vault}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_index_ranks_exactly_as_fts5_through_every_kind_of_change(
+    tmp_path: Path, seed: int
+) -> None:
+    path, rng = tmp_path / "vault.sqlite3", random.Random(seed)
+    store = SQLiteStore(path)
+    data = Vaults(store, seed)
+    for vault in ("a", "b", "c"):
+        store.create_vault(vault, f"ref-{vault}", 0)
+    ids = {vault: data.raw(vault, 120) for vault in ("a", "b", "c")}
+    insights = data.reflections("a", 2, ids["a"][:30])
+    assert_same_as_fts(data, rng, ["a", "b", "c"])  # loaded from the on-disk index
+
+    ids["a"] += data.raw("a", 60)  # inserts after the load
+    data.reflections("a", 3, insights)
+    data.reflections("b", 2, ids["b"][:10])
+    assert_same_as_fts(data, rng, ["a", "b", "c"])
+
+    store.delete_ids("a", rng.sample(ids["a"], 70))  # deletes change every statistic
+    store.wipe("c")
+    assert_same_as_fts(data, rng, ["a", "b", "c"])
+    assert store.search_lexical("c", ["apple", "pear", "fig"], 10, SearchFilter()) == []
+
+    data.raw("c", 40)  # a wiped vault fills again
+    store.close()
+    store = data.store = SQLiteStore(path)  # and a restart loads what is on disk
+    assert_same_as_fts(data, rng, ["a", "b", "c"])
+    store.close()
+
+
+def test_the_lexical_path_never_asks_fts5_to_score(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store.create_vault("a", "ref-a", 0)
+    Vaults(store, 1).raw("a", 200)
+    statements: list[str] = []
+    with store._read() as conn:  # this thread's reader, which the search reuses
+        conn.set_trace_callback(statements.append)
+    assert store.search_lexical("a", ["apple", "kiwi"], 10, SearchFilter())
+    assert statements
+    assert not [s for s in statements if "bm25(" in s or "MATCH" in s]
+    store.close()
+
+
+def test_a_word_fts5_splits_is_matched_as_the_phrase_fts5_makes_of_it(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store.create_vault("a", "ref-a", 0)
+    rows = [
+        NewRaw(f"a-{i}", "user", text, 2, 0, None, f"a-{i}", 0)
+        for i, text in enumerate(["pear kiwi", "kiwi pear", "pear"])
+    ]
+    store.ingest("a", rows, None)
+    found = store.search_lexical("a", ["pear_kiwi"], 10, SearchFilter())  # \w+ keeps "_"
+    assert [h.memory.id for h in found] == ["a-0"]
+    store.close()
+
+
+def test_a_rolled_back_write_leaves_the_index_untouched(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store.create_vault("a", "ref-a", 0)
+    data = Vaults(store, 1)
+    data.raw("a", 20)
+    assert store.search_lexical("a", ["zebra"], 10, SearchFilter()) == []  # index loaded
+
+    def failing_write() -> None:
+        with store._write() as conn:
+            conn.execute(
+                "INSERT INTO memories (id, vault_id, tier, content, tokens, date_from, date_to, "
+                "created_ms, dated) VALUES ('ghost', 'a', 1, 'zebra', 1, 0, 0, 0, '')"
+            )
+            raise RuntimeError("the write fails after the insert")
+
+    with pytest.raises(RuntimeError):
+        failing_write()
+    data.raw("a", 1)  # the next commit applies the log
+    assert store.search_lexical("a", ["zebra"], 10, SearchFilter()) == []
+    assert len(store._lexical_index()) == 21
+    store.close()
+
+
+def test_a_reused_seq_is_indexed_with_its_new_text(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store.create_vault("a", "ref-a", 0)
+    store.ingest("a", [NewRaw("a-1", "user", "kiwi", 1, 0, None, "a-1", 0)], None)
+    store.ingest("a", [NewRaw("a-2", "user", "zebra", 1, 0, None, "a-2", 0)], None)
+    assert [h.memory.id for h in store.search_lexical("a", ["zebra"], 5, SearchFilter())]
+    store.delete_ids("a", ["a-2"])  # the largest seq: SQLite hands it out again
+    store.ingest("a", [NewRaw("a-3", "user", "lion", 1, 0, None, "a-3", 0)], None)
+    assert store.search_lexical("a", ["zebra"], 5, SearchFilter()) == []
+    assert [h.memory.id for h in store.search_lexical("a", ["lion"], 5, SearchFilter())] == ["a-3"]
+    store.close()
+
+
+def test_compaction_keeps_the_ranking_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical, "_COMPACT_FROM", 10)
+    store, rng = SQLiteStore(tmp_path / "vault.sqlite3"), random.Random(4)
+    data = Vaults(store, 4)
+    for vault in ("a", "b"):
+        store.create_vault(vault, f"ref-{vault}", 0)
+    ids = data.raw("a", 300)
+    data.raw("b", 100)
+    assert_same_as_fts(data, rng, ["a", "b"])
+    index = store._lexical_index()
+    store.delete_ids("a", ids[:250])  # more dead positions than live rows: compacts
+    assert index._rows.size == len(index) == 150
+    assert_same_as_fts(data, rng, ["a", "b"])
+    data.raw("a", 50)
+    assert_same_as_fts(data, rng, ["a", "b"])
+    store.close()
+
+
+def test_the_tokenizer_is_the_one_the_on_disk_index_uses(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    with store._read() as conn:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'memories_fts'"
+        ).fetchone()
+    assert f"tokenize = '{sqlite_lexical.TOKENIZE}'" in sql
+    store.close()
