@@ -61,6 +61,11 @@ class EmbeddingWorker:
         return total
 
     def _run(self) -> None:
+        try:  # off the request path: the first search should not wait for a load
+            default = self._embedders.get(self._embedders.resolve(None))
+            self._store.warm([] if default is None else [(default.model_id, default.dim)])
+        except Exception as exc:
+            log.error("warming the search indexes failed: %s", type(exc).__name__)
         while not self._stop.is_set():
             try:
                 done = self.step()

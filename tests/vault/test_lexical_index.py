@@ -5,12 +5,15 @@ reused seqs and compaction, and never runs ``bm25()`` on its path."""
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
 
 from mcp_memoryrouter.vault import lexical
 from mcp_memoryrouter.vault.domain import Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.store import sqlite_lexical
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
@@ -199,3 +202,22 @@ def test_the_tokenizer_is_the_one_the_on_disk_index_uses(tmp_path: Path) -> None
         ).fetchone()
     assert f"tokenize = '{sqlite_lexical.TOKENIZE}'" in sql
     store.close()
+
+
+def test_the_embedding_worker_loads_the_index_before_any_search(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store.create_vault("a", "ref-a", 0)
+    Vaults(store, 1).raw("a", 50)
+    store.close()
+    store = SQLiteStore(tmp_path / "vault.sqlite3")  # a restart: nothing loaded yet
+    assert store._lexicon is None
+    worker = EmbeddingWorker(store, Embedders({}, "none"))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while store._lexicon is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store._lexicon is not None and len(store._lexicon) == 50
+    finally:
+        worker.stop()
+        store.close()

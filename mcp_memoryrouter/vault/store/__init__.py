@@ -39,6 +39,11 @@ from mcp_memoryrouter.vault.window import Order, Page
 class Store(Protocol):
     def close(self) -> None: ...
 
+    def warm(self, models: Sequence[tuple[str, int]]) -> None:
+        """Load what searches keep in memory (lexical postings, the vectors of each
+        (model, dim)), so the first search after a start does not pay for it."""
+        ...
+
     def create_vault(self, vault_id: str, ref: str, now_ms: int) -> None: ...
 
     def add_key(

@@ -91,6 +91,9 @@ class PostgresStore:
         self._indexed: set[tuple[str, int]] = set()
         self._index_lock = threading.Lock()
 
+    def warm(self, models: Sequence[tuple[str, int]]) -> None:
+        """Nothing to load: PostgreSQL keeps its indexes itself."""
+
     def close(self) -> None:
         self._pool.close()
 

@@ -112,6 +112,11 @@ class SQLiteStore:
         self._doc_tokens = sqlite_lexical.Tokenizer()
         self._query_tokens = sqlite_lexical.Tokenizer()
 
+    def warm(self, models: Sequence[tuple[str, int]]) -> None:
+        self._lexical_index()
+        for model, dim in models:
+            self._index(model, dim)
+
     def close(self) -> None:
         with self._lock:
             for conn in [self._writer, *self._readers]:
