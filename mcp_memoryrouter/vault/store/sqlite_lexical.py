@@ -43,7 +43,9 @@ class Tokenizer:
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.execute(
-            f"CREATE VIRTUAL TABLE t USING fts5 (content, dated, tokenize = '{TOKENIZE}')"
+            # contentless: the text is only tokenized, and 'delete-all' empties it at once
+            "CREATE VIRTUAL TABLE t USING fts5 "
+            f"(content, dated, content = '', tokenize = '{TOKENIZE}')"
         )
         self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, 'instance')")
         self._lock = threading.Lock()
@@ -65,7 +67,7 @@ class Tokenizer:
                     "SELECT term, doc, col, offset FROM v"
                 ):
                     out[doc].append((term, column, offset))
-                self._conn.execute("DELETE FROM t")
+                self._conn.execute("INSERT INTO t (t) VALUES ('delete-all')")
             finally:
                 self._conn.execute("COMMIT")
         return out
