@@ -1,13 +1,13 @@
 """An in-memory BM25 index over the tokens SQLite's FTS5 produces (numpy).
 
 FTS5 ranks with ``bm25()`` by calling back into the auxiliary-function API for every
-matching row, so a common word costs a millisecond per thousand matches (10-17 ms over
-the 12k matches of a 100k-memory vault). Here the postings of each query token are
-scored in one vectorised step instead: the same formula as FTS5's ``bm25()`` (k1 = 1.2,
-b = 0.75, every column weight 1, IDF floored at 1e-6), with the same corpus statistics
-(every row of every vault), the same operation order and the same (score, seq) order,
-so the ranking and the scores are FTS5's own: a test compares both on random vaults,
-deletes included.
+matching row, so a common word costs a millisecond per thousand matches (20-30 ms over
+the 12k matches of a 100k-memory vault), and its k1 and b are fixed. Here the postings of
+each query token are scored in one vectorised step instead, with FTS5's formula (every
+column weight 1, IDF floored at 1e-6), its corpus statistics (every row of every vault),
+its operation order and its (score, seq) order: with :data:`FTS5_BM25` the rows and the
+scores are FTS5's own to the last bit (a test compares both on random vaults, deletes
+included). The store ranks with :data:`BM25`, which normalises length less.
 
 Tokens come from FTS5's own tokenizer (the store tokenizes with an in-memory FTS5
 table), so this module never stems or splits text itself. Deleted rows stay in the
@@ -29,8 +29,19 @@ import numpy as np
 from mcp_memoryrouter.vault.domain import SearchFilter
 from mcp_memoryrouter.vault.rowtable import IndexRow, RowTable
 
-K1 = 1.2
-B = 0.75
+
+@dataclass(frozen=True)
+class Bm25:
+    """BM25's term-frequency saturation (k1) and length normalisation (b)."""
+
+    k1: float
+    b: float
+
+
+FTS5_BM25 = Bm25(1.2, 0.75)  # what FTS5's bm25() uses (and Lucene's default)
+# Chosen on LoCoMo with both halves checked apart (docs/benchmarks.md): memories are short,
+# and a turn is not less relevant for being long, so length is normalised less than FTS5 does.
+BM25 = Bm25(0.9, 0.3)
 _COMPACT_FROM = 4096  # dead positions tolerated before a compaction is considered
 
 
@@ -47,7 +58,8 @@ class LexicalDoc:
 
 
 class LexicalIndex:
-    def __init__(self) -> None:
+    def __init__(self, params: Bm25 = BM25) -> None:
+        self.params = params
         self._lock = threading.Lock()
         self._rows = RowTable()
         self._length = np.zeros(self._rows.capacity, dtype=np.float64)
@@ -172,8 +184,9 @@ class LexicalIndex:
                 freq = np.frombuffer(counts, dtype=np.uint32).astype(np.float64)
                 size = self._length[at]
                 # FTS5's own expression and order of operations: the same doubles
-                denominator = freq + K1 * (1 - B + B * size / average)
-                scores[at] += idf * ((freq * (K1 + 1.0)) / denominator)
+                k1, b = self.params.k1, self.params.b
+                denominator = freq + k1 * (1 - b + b * size / average)
+                scores[at] += idf * ((freq * (k1 + 1.0)) / denominator)
             seqs = self._rows.columns["seq"][:n]
             found = np.flatnonzero(mask & (scores > 0.0))
             if found.size > k:  # keep the k best, and every row tied with the k-th
@@ -185,11 +198,14 @@ class LexicalIndex:
 
     @classmethod
     def bulk(
-        cls, rows: Iterable[IndexRow], occurrences: Iterable[Sequence[tuple[str, int]]]
+        cls,
+        rows: Iterable[IndexRow],
+        occurrences: Iterable[Sequence[tuple[str, int]]],
+        params: Bm25 = BM25,
     ) -> LexicalIndex:
         """An index over ``rows`` (ascending seq) from chunks of (token, seq) pairs, one pair
         per token occurrence, built column-wise: what loading a large vault needs."""
-        index = cls()
+        index = cls(params)
         table = index._rows
         for row in rows:
             table.reserve(table.size + 1)

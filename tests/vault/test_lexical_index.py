@@ -1,9 +1,11 @@
-"""The SQLite store's in-memory BM25 index answers exactly what FTS5's ``bm25()`` answers
-(same rows, same scores, same order) through loads, inserts, deletes, wipes, rollbacks,
-reused seqs and compaction, and never runs ``bm25()`` on its path."""
+"""The SQLite store's in-memory BM25 index: with FTS5's parameters it answers exactly what
+FTS5's ``bm25()`` answers (same rows, same scores, same order) through loads, inserts,
+deletes, wipes, rollbacks, reused seqs and compaction; the store ranks with its own k1 and b;
+and FTS5 never scores on the search path."""
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from pathlib import Path
@@ -14,6 +16,8 @@ from mcp_memoryrouter.vault import lexical
 from mcp_memoryrouter.vault.domain import Entry, NewRaw, SearchFilter
 from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.lexical import BM25, FTS5_BM25
+from mcp_memoryrouter.vault.retrieval import query_terms
 from mcp_memoryrouter.vault.store import sqlite_lexical
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
@@ -69,16 +73,42 @@ class Vaults:
         return [c.id for c in created]
 
 
+def fts5_ranking(
+    store: SQLiteStore, vault: str, words: list[str], limit: int, where: SearchFilter
+) -> list[tuple[str, float]]:
+    """FTS5's own answer: every match of the vault that passes the filter, by bm25()."""
+    sql = (
+        "SELECT m.id, bm25(memories_fts) AS score FROM memories_fts "
+        "JOIN memories m ON m.seq = memories_fts.rowid "
+        "WHERE memories_fts MATCH ? AND m.vault_id = ?"
+    )
+    params: list[object] = [" OR ".join(f'"{w}"' for w in words), vault]
+    if where.tiers is not None:
+        sql += f" AND m.tier IN ({','.join('?' * len(where.tiers))})"
+        params.extend(where.tiers)
+    if where.min_importance is not None:
+        sql += " AND m.importance >= ?"
+        params.append(where.min_importance)
+    if where.session_id is not None:
+        sql += " AND (m.tier > 1 OR m.session_id = ?)"
+        params.append(where.session_id)
+    if where.window is not None:
+        sql += " AND m.date_from <= ? AND m.date_to >= ?"
+        params.extend((where.window[1], where.window[0]))
+    with store._read() as conn:
+        rows = conn.execute(sql + " ORDER BY score, m.seq LIMIT ?", [*params, limit]).fetchall()
+    return [(r[0], -r[1]) for r in rows]
+
+
 def assert_same_as_fts(data: Vaults, rng: random.Random, vaults: list[str]) -> None:
     store = data.store
     for _ in range(25):
         vault = rng.choice(vaults)
-        words = list(dict.fromkeys(w.lower() for w in rng.sample(VOCABULARY, rng.randint(1, 4))))
+        words = query_terms(" ".join(rng.sample(VOCABULARY, rng.randint(1, 4))))
         limit = rng.choice([1, 5, 10, 150])
         where = rng.choice(FILTERS)
         found = [(h.memory.id, h.score) for h in store.search_lexical(vault, words, limit, where)]
-        reference = store._search_fts(vault, words, limit, where)  # FTS5's bm25()
-        assert found == [(h.memory.id, h.score) for h in reference], (words, where)
+        assert found == fts5_ranking(store, vault, words, limit, where), (words, where)
         assert {data.owner[memory_id] for memory_id, _ in found} <= {vault}
 
 
@@ -87,7 +117,7 @@ def test_the_index_ranks_exactly_as_fts5_through_every_kind_of_change(
     tmp_path: Path, seed: int
 ) -> None:
     path, rng = tmp_path / "vault.sqlite3", random.Random(seed)
-    store = SQLiteStore(path)
+    store = SQLiteStore(path, bm25=FTS5_BM25)
     data = Vaults(store, seed)
     for vault in ("a", "b", "c"):
         store.create_vault(vault, f"ref-{vault}", 0)
@@ -107,7 +137,7 @@ def test_the_index_ranks_exactly_as_fts5_through_every_kind_of_change(
 
     data.raw("c", 40)  # a wiped vault fills again
     store.close()
-    store = data.store = SQLiteStore(path)  # and a restart loads what is on disk
+    store = data.store = SQLiteStore(path, bm25=FTS5_BM25)  # a restart loads what is on disk
     assert_same_as_fts(data, rng, ["a", "b", "c"])
     store.close()
 
@@ -125,16 +155,41 @@ def test_the_lexical_path_never_asks_fts5_to_score(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_word_fts5_splits_is_matched_as_the_phrase_fts5_makes_of_it(tmp_path: Path) -> None:
+def test_a_word_fts5_splits_counts_as_its_tokens(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "vault.sqlite3")
     store.create_vault("a", "ref-a", 0)
     rows = [
         NewRaw(f"a-{i}", "user", text, 2, 0, None, f"a-{i}", 0)
-        for i, text in enumerate(["pear kiwi", "kiwi pear", "pear"])
+        for i, text in enumerate(["pear", "kiwi pear", "plum"])
     ]
     store.ingest("a", rows, None)
     found = store.search_lexical("a", ["pear_kiwi"], 10, SearchFilter())  # \w+ keeps "_"
-    assert [h.memory.id for h in found] == ["a-0"]
+    assert [h.memory.id for h in found] == ["a-1", "a-0"]
+    store.close()
+
+
+def test_the_store_ranks_with_its_own_k1_and_b(tmp_path: Path) -> None:
+    """Two memories hold "kiwi" once, a short one and a long one: each scores BM25 with the
+    store's k1 and b, which FTS5's would not give."""
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store.create_vault("a", "ref-a", 0)
+    texts = ["kiwi", "kiwi " + "plum " * 15, "pear", "fig", "lime"]
+    rows = [NewRaw(f"a-{i}", "user", t, 2, 0, None, f"a-{i}", 0) for i, t in enumerate(texts)]
+    store.ingest("a", rows, None)
+    with store._read() as conn:
+        stored = conn.execute("SELECT content, dated FROM memories ORDER BY seq").fetchall()
+    sizes = [sum(c.values()) for c in store._doc_tokens.counts(stored)]  # date words count
+    average = sum(sizes) / len(sizes)
+    idf = math.log((5 - 2 + 0.5) / (2 + 0.5))  # 2 of 5 rows hold the word
+
+    def bm25(k1: float, b: float, size: int) -> float:
+        return idf * (1 * (k1 + 1.0)) / (1 + k1 * (1 - b + b * size / average))
+
+    found = store.search_lexical("a", ["kiwi"], 10, SearchFilter())
+    assert [h.memory.id for h in found] == ["a-0", "a-1"]
+    expected = [bm25(BM25.k1, BM25.b, size) for size in sizes[:2]]
+    assert [h.score for h in found] == pytest.approx(expected, rel=1e-12)
+    assert expected != pytest.approx([bm25(1.2, 0.75, size) for size in sizes[:2]], rel=1e-3)
     store.close()
 
 
@@ -178,7 +233,7 @@ def test_compaction_keeps_the_ranking_exact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lexical, "_COMPACT_FROM", 10)
-    store, rng = SQLiteStore(tmp_path / "vault.sqlite3"), random.Random(4)
+    store, rng = SQLiteStore(tmp_path / "vault.sqlite3", bm25=FTS5_BM25), random.Random(4)
     data = Vaults(store, 4)
     for vault in ("a", "b"):
         store.create_vault(vault, f"ref-{vault}", 0)

@@ -1,4 +1,4 @@
-"""The fast search paths: lexical ranking before the vault and filter join and vector rows
+"""The fast search paths: the in-memory lexical index (with FTS5's parameters) and vector rows
 fetched by key answer exactly what the plain filtered queries answer; the projected scan of a
 large vector index rescores exactly and honours deletes and filters."""
 
@@ -14,6 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
+from mcp_memoryrouter.vault.lexical import FTS5_BM25
 from mcp_memoryrouter.vault.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS
@@ -89,7 +90,7 @@ FILTERS = [
 def test_lexical_search_returns_exactly_the_filtered_query_rows_in_rank_then_seq_order(
     tmp_path: Path, where: SearchFilter
 ) -> None:
-    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store = SQLiteStore(tmp_path / "vault.sqlite3", bm25=FTS5_BM25)  # FTS5's parameters
     rng = random.Random(7)
     mine, other = new_vault(store, "mine"), new_vault(store, "other")
     add(store, mine, sentences(rng, 300, WORDS), seed=1)

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +41,7 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
-from mcp_memoryrouter.vault.lexical import LexicalIndex
+from mcp_memoryrouter.vault.lexical import BM25, Bm25, LexicalIndex
 from mcp_memoryrouter.vault.retrieval import prune_common
 from mcp_memoryrouter.vault.store import (
     sqlite_lexical,
@@ -52,7 +51,6 @@ from mcp_memoryrouter.vault.store import (
 )
 from mcp_memoryrouter.vault.store.sqlite_rows import (
     MEMORY_COLUMNS,
-    filter_sql,
     memory_from_row,
     placeholders,
 )
@@ -61,10 +59,6 @@ from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
 from mcp_memoryrouter.vault.window import Order, Page
 
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
-# Lexical search ranks this many index rows per wanted row before it looks at vaults and
-# filters; a vault holding less than 1 / _RANKED_FIRST of all memories goes straight to the
-# filtered path.
-_RANKED_FIRST = 4
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -94,8 +88,9 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 class SQLiteStore:
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, bm25: Bm25 = BM25) -> None:
         self._path = str(path)
+        self._bm25 = bm25
         self._lock = threading.RLock()
         self._writer = _connect(self._path)
         self._local = threading.local()
@@ -255,30 +250,11 @@ class SQLiteStore:
         if not terms:
             return []
         index = self._lexical_index()
-        tokens = self._query_tokens.words(terms)
-        if any(len(t) > 1 for t in tokens):  # a word FTS5 splits is a phrase: FTS5 answers
-            return self._search_fts(vault_id, terms, limit, where)
         kept = set(prune_common(terms, {t: index.doc_freq(t) for t in terms}, len(index)))
-        chosen = [
-            t[0] if t else None for word, t in zip(terms, tokens, strict=True) if word in kept
-        ]
-        hits = index.search(vault_id, chosen, limit, where)
-        return self._rows_by_seq(vault_id, hits)
-
-    def _search_fts(
-        self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
-    ) -> list[ScoredMemory]:
-        """BM25 by FTS5 itself: the same ranking, slower (each match is scored through
-        SQLite's auxiliary-function API)."""
-        with self._read() as conn:
-            terms, share = self._lexical_plan(conn, vault_id, terms)
-            match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-            rows: list[Any] = []
-            if where.window is None and share * _RANKED_FIRST >= 1:
-                rows = _ranked_first(conn, match, vault_id, where, limit)
-            if len(rows) < limit:  # few matches, or the vault and filters kept too few of them
-                rows = _filtered_first(conn, match, vault_id, where, limit)
-        return [ScoredMemory(replace(memory_from_row(r), seq=r[11]), -float(r[10])) for r in rows]
+        words = [t for t in terms if t in kept]
+        # A word FTS5 splits (``foo_bar``) counts as its tokens, as a hyphenated word does.
+        tokens = [token for split in self._query_tokens.words(words) for token in split]
+        return self._rows_by_seq(vault_id, index.search(vault_id, tokens, limit, where))
 
     def _lexical_index(self) -> LexicalIndex:
         with self._lexicon_lock:
@@ -287,7 +263,7 @@ class SQLiteStore:
                     self._writer.execute("BEGIN")
                     try:
                         self._writer.execute("DELETE FROM temp.lexical_log")
-                        self._lexicon = sqlite_lexical.load_index(self._writer)
+                        self._lexicon = sqlite_lexical.load_index(self._writer, self._bm25)
                     finally:
                         self._writer.execute("COMMIT")
             return self._lexicon
@@ -297,24 +273,6 @@ class SQLiteStore:
     ) -> Page:
         with self._read() as conn:
             return sqlite_window.date_page(conn, vault_id, start, end, order, where, budget)
-
-    @staticmethod
-    def _lexical_plan(
-        conn: sqlite3.Connection, vault_id: str, terms: Sequence[str]
-    ) -> tuple[list[str], float]:
-        """The terms worth matching (see :func:`prune_common`) and the vault's share of all
-        memories."""
-        rows = conn.execute(
-            f"SELECT term, doc FROM memories_vocab WHERE term IN ({placeholders(len(terms))})",
-            list(terms),
-        ).fetchall()
-        total, own = conn.execute(
-            "SELECT coalesce(sum(n1 + n2 + n3), 0), "
-            "coalesce(sum(CASE WHEN id = ? THEN n1 + n2 + n3 END), 0) FROM vaults",
-            (vault_id,),
-        ).fetchone()
-        kept = prune_common(terms, {r[0]: r[1] for r in rows}, int(total))
-        return kept, own / total if total else 1.0
 
     # --- consolidation -----------------------------------------------------------------
 
@@ -533,38 +491,6 @@ class SQLiteStore:
                 (vault_id, from_ms, to_ms),
             ).fetchall()
         return [UsageLine(*row) for row in rows]
-
-
-def _ranked_first(
-    conn: sqlite3.Connection, match: str, vault_id: str, where: SearchFilter, limit: int
-) -> list[Any]:
-    """The best ``limit`` matches among the index's best ``limit * _RANKED_FIRST``, vault and
-    filters applied after ranking: BM25 still scores every match, but only the ranked few
-    are joined to their rows. Exact whenever it returns ``limit`` rows (every row outside the
-    ranked few ranks after all of them, in the same (rank, seq) order)."""
-    filters, params = filter_sql(where)
-    sql = (
-        f"SELECT {MEMORY_COLUMNS}, f.score, m.seq FROM ("
-        "SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
-        "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?) AS f "
-        f"JOIN memories m ON m.seq = f.rowid WHERE m.vault_id = ?{filters} "
-        "ORDER BY f.score, m.seq LIMIT ?"
-    )
-    return conn.execute(sql, [match, limit * _RANKED_FIRST, vault_id, *params, limit]).fetchall()
-
-
-def _filtered_first(
-    conn: sqlite3.Connection, match: str, vault_id: str, where: SearchFilter, limit: int
-) -> list[Any]:
-    """The best ``limit`` matches of the vault that pass the filter: every match is joined to
-    its row before ranking (what a selective filter or a small vault needs)."""
-    filters, params = filter_sql(where)
-    sql = (
-        f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS score, m.seq FROM memories_fts "
-        "JOIN memories m ON m.seq = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.vault_id = ?{filters} ORDER BY score, m.seq LIMIT ?"
-    )
-    return conn.execute(sql, [match, vault_id, *params, limit]).fetchall()
 
 
 def _apply(conn: sqlite3.Connection, vault_id: str, deltas: counters.Deltas) -> None:

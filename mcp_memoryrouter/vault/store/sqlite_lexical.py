@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 
-from mcp_memoryrouter.vault.lexical import LexicalDoc, LexicalIndex
+from mcp_memoryrouter.vault.lexical import Bm25, LexicalDoc, LexicalIndex
 from mcp_memoryrouter.vault.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sqlite_rows import placeholders
 
@@ -90,7 +90,7 @@ class Tokenizer:
         ]
 
 
-def load_index(conn: sqlite3.Connection) -> LexicalIndex:
+def load_index(conn: sqlite3.Connection, params: Bm25) -> LexicalIndex:
     """The index of every memory, read from the on-disk FTS5 index (caller holds the
     writer lock, so nothing commits in between)."""
     conn.execute(
@@ -99,7 +99,7 @@ def load_index(conn: sqlite3.Connection) -> LexicalIndex:
     )
     rows = (IndexRow(*r) for r in conn.execute(f"SELECT {_ROW} FROM memories ORDER BY seq"))
     cursor = conn.cursor().execute("SELECT term, doc FROM temp.memories_instances")
-    return LexicalIndex.bulk(rows, iter(lambda: cursor.fetchmany(65_536), []))
+    return LexicalIndex.bulk(rows, iter(lambda: cursor.fetchmany(65_536), []), params)
 
 
 def apply_log(conn: sqlite3.Connection, index: LexicalIndex | None, tokens: Tokenizer) -> None:

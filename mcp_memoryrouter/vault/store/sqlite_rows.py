@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import cast
 
-from mcp_memoryrouter.vault.domain import Memory, Role, SearchFilter, Tier
+from mcp_memoryrouter.vault.domain import Memory, Role, Tier
 
 MEMORY_COLUMNS = (
     "m.id, m.tier, m.content, m.tokens, m.date_from, m.date_to, m.role, m.importance, "
@@ -30,22 +30,3 @@ def memory_from_row(row: sqlite3.Row | tuple[object, ...]) -> Memory:
 
 def placeholders(count: int) -> str:
     return ",".join("?" * count)
-
-
-def filter_sql(where: SearchFilter) -> tuple[str, list[object]]:
-    """``AND ...`` conditions on ``memories m`` for a search filter, and their parameters."""
-    sql = ""
-    params: list[object] = []
-    if where.tiers is not None:
-        sql += f" AND m.tier IN ({placeholders(len(where.tiers))})"
-        params.extend(where.tiers)
-    if where.min_importance is not None:
-        sql += " AND m.importance >= ?"
-        params.append(where.min_importance)
-    if where.session_id is not None:
-        sql += " AND (m.tier > 1 OR m.session_id = ?)"
-        params.append(where.session_id)
-    if where.window is not None:
-        sql += " AND m.date_from <= ? AND m.date_to >= ?"
-        params.extend((where.window[1], where.window[0]))
-    return sql, params
