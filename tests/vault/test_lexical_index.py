@@ -276,3 +276,23 @@ def test_the_embedding_worker_loads_the_index_before_any_search(tmp_path: Path) 
     finally:
         worker.stop()
         store.close()
+
+
+def test_a_failed_index_update_keeps_the_write_and_reloads_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    store.create_vault("a", "ref-a", 0)
+    store.ingest("a", [NewRaw("a-1", "user", "kiwi", 1, 0, None, "a-1", 0)], None)
+    assert len(store.search_lexical("a", ["kiwi"], 5, SearchFilter())) == 1  # index loaded
+
+    def broken(texts: object) -> list[dict[str, int]]:
+        raise RuntimeError("tokenizer down")
+
+    monkeypatch.setattr(store._doc_tokens, "counts", broken)
+    ids, stored, _ = store.ingest("a", [NewRaw("a-2", "user", "kiwi", 1, 0, None, "a-2", 0)], None)
+    assert (ids, stored) == (["a-2"], 1)  # the write stands
+    monkeypatch.undo()
+    found = store.search_lexical("a", ["kiwi"], 5, SearchFilter())
+    assert sorted(h.memory.id for h in found) == ["a-1", "a-2"]
+    store.close()

@@ -7,6 +7,7 @@ see committed snapshots.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -57,6 +58,8 @@ from mcp_memoryrouter.vault.store.sqlite_rows import (
 from mcp_memoryrouter.vault.tiers import Selection
 from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
 from mcp_memoryrouter.vault.window import Order, Page
+
+log = logging.getLogger(__name__)
 
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
 
@@ -137,7 +140,11 @@ class SQLiteStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-            sqlite_lexical.apply_log(conn, self._lexicon, self._doc_tokens)
+            try:
+                sqlite_lexical.apply_log(conn, self._lexicon, self._doc_tokens)
+            except Exception as exc:  # the write stands; the index reloads at the next search
+                log.error("lexical index update failed, reloading: %s", type(exc).__name__)
+                self._lexicon = None
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
