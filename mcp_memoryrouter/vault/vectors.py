@@ -101,6 +101,13 @@ class VectorIndex:
         best = best[np.argsort(-scores[best])]
         return [(int(seqs[i]), float(scores[i])) for i in best]
 
+    def warm(self) -> None:
+        """Fit the projection now if a search of every row would need it, so the first such
+        search does not (about a second at 100k rows, under the lock)."""
+        with self._lock:
+            if self._rows.live >= self._approximate_from and self.dim >= 8:
+                self._fit()
+
     def _candidates(
         self, positions: npt.NDArray[np.intp], query: npt.NDArray[np.float32], count: int
     ) -> npt.NDArray[np.intp]:

@@ -226,3 +226,13 @@ def test_rows_stored_after_the_projection_was_fitted_are_found() -> None:
     assert all(seq != 5000 for seq, _ in index.search("v", fresh[0], 10, SearchFilter()))
     index.add(rows_of("v", 5000, 1), fresh)
     assert index.search("v", fresh[0], 10, SearchFilter())[0][0] == 5000
+
+
+def test_warming_fits_the_projection_only_for_a_large_index() -> None:
+    small, large = VectorIndex(64, approximate_from=1000), VectorIndex(64, approximate_from=1000)
+    small.add(rows_of("v", 1, 500), clustered(500, seed=6))
+    large.add(rows_of("v", 1, 2000), clustered(2000, seed=7))
+    small.warm()
+    large.warm()
+    assert small._basis is None  # exact scans only: nothing to fit
+    assert large._basis is not None  # fitted before any search

@@ -113,7 +113,7 @@ class SQLiteStore:
     def warm(self, models: Sequence[tuple[str, int]]) -> None:
         self._lexical_index()
         for model, dim in models:
-            self._index(model, dim)
+            self._index(model, dim).warm()
 
     def close(self) -> None:
         with self._lock:
