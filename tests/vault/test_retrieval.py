@@ -3,7 +3,9 @@ exact indexes after deletes, prepare."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -238,6 +240,26 @@ def test_the_local_model_embeds_meaning_offline() -> None:
     )
     assert anchor.shape == (384,) and abs(float(np.linalg.norm(anchor)) - 1) < 1e-5
     assert float(anchor @ paraphrase) > 0.7 > 0.2 > float(anchor @ unrelated)
+
+
+def test_a_query_does_not_wait_for_a_batch_being_embedded() -> None:
+    """Two threads embed at once (the worker's batch and a search's query): both reach the
+    model together, which a lock held across the run would forbid."""
+    model = LocalMiniLM()
+    model.embed(["load the model"])
+    real = model._session
+    both = threading.Barrier(2, timeout=5)
+
+    class Meeting:
+        def run(self, *args: object) -> object:
+            both.wait()  # raises BrokenBarrierError when the other thread never arrives
+            return real.run(*args)
+
+    model._session = Meeting()
+    with ThreadPoolExecutor(2) as pool:
+        batch = pool.submit(model.embed, ["a batch of texts"] * 32)
+        query = pool.submit(model.embed, ["a query"])
+        assert batch.result().shape == (32, 384) and query.result().shape == (1, 384)
 
 
 def test_a_short_answer_is_found_through_the_turn_before_it(hybrid: Vault) -> None:
