@@ -88,7 +88,8 @@ class LexicalIndex:
         if table.reserve(table.size + 1):
             self._length = np.resize(self._length, table.capacity)
         position = table.put(doc.row)
-        self._length[position] = doc.length
+        length = doc.length
+        self._length[position] = length
         for token, count in doc.counts.items():
             at = self._id(token)
             self._postings[at][0].append(position)
@@ -96,7 +97,7 @@ class LexicalIndex:
             self._doc_freq[at] += 1
             self._doc_tokens.append(at)
         self._doc_start.append(len(self._doc_tokens))
-        self._total += doc.length
+        self._total += length
 
     def _id(self, token: str) -> int:
         at = self._ids.get(token)

@@ -20,6 +20,7 @@ from mcp_memoryrouter.vault.lexical import BM25, FTS5_BM25
 from mcp_memoryrouter.vault.retrieval import query_terms
 from mcp_memoryrouter.vault.store import sqlite_lexical
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.vault.test_search_speed_paths import fts5_ranking
 
 DAY_MS = 86_400_000
 VOCABULARY = [
@@ -73,33 +74,6 @@ class Vaults:
         return [c.id for c in created]
 
 
-def fts5_ranking(
-    store: SQLiteStore, vault: str, words: list[str], limit: int, where: SearchFilter
-) -> list[tuple[str, float]]:
-    """FTS5's own answer: every match of the vault that passes the filter, by bm25()."""
-    sql = (
-        "SELECT m.id, bm25(memories_fts) AS score FROM memories_fts "
-        "JOIN memories m ON m.seq = memories_fts.rowid "
-        "WHERE memories_fts MATCH ? AND m.vault_id = ?"
-    )
-    params: list[object] = [" OR ".join(f'"{w}"' for w in words), vault]
-    if where.tiers is not None:
-        sql += f" AND m.tier IN ({','.join('?' * len(where.tiers))})"
-        params.extend(where.tiers)
-    if where.min_importance is not None:
-        sql += " AND m.importance >= ?"
-        params.append(where.min_importance)
-    if where.session_id is not None:
-        sql += " AND (m.tier > 1 OR m.session_id = ?)"
-        params.append(where.session_id)
-    if where.window is not None:
-        sql += " AND m.date_from <= ? AND m.date_to >= ?"
-        params.extend((where.window[1], where.window[0]))
-    with store._read() as conn:
-        rows = conn.execute(sql + " ORDER BY score, m.seq LIMIT ?", [*params, limit]).fetchall()
-    return [(r[0], -r[1]) for r in rows]
-
-
 def assert_same_as_fts(data: Vaults, rng: random.Random, vaults: list[str]) -> None:
     store = data.store
     for _ in range(25):
@@ -107,9 +81,11 @@ def assert_same_as_fts(data: Vaults, rng: random.Random, vaults: list[str]) -> N
         words = query_terms(" ".join(rng.sample(VOCABULARY, rng.randint(1, 4))))
         limit = rng.choice([1, 5, 10, 150])
         where = rng.choice(FILTERS)
-        found = [(h.memory.id, h.score) for h in store.search_lexical(vault, words, limit, where)]
-        assert found == fts5_ranking(store, vault, words, limit, where), (words, where)
-        assert {data.owner[memory_id] for memory_id, _ in found} <= {vault}
+        found = store.search_lexical(vault, words, limit, where)
+        assert [(h.memory.seq, h.score) for h in found] == fts5_ranking(
+            store, vault, words, limit, where
+        ), (words, where)
+        assert {data.owner[h.memory.id] for h in found} <= {vault}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -17,7 +17,6 @@ from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
 from mcp_memoryrouter.vault.lexical import FTS5_BM25
 from mcp_memoryrouter.vault.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS
 from mcp_memoryrouter.vault.vectors import VectorIndex
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
@@ -53,19 +52,23 @@ def sentences(rng: random.Random, count: int, vocabulary: list[str]) -> list[str
     return [" ".join(rng.choices(vocabulary, k=rng.randint(1, 4))) for _ in range(count)]
 
 
-def reference(
+def fts5_ranking(
     store: SQLiteStore, vault_id: str, words: list[str], limit: int, where: SearchFilter
 ) -> list[tuple[int, float]]:
-    """The plain query: every match joined and filtered, then ranked by (BM25, seq)."""
+    """FTS5's own answer, (seq, score) best first: every match of the vault that passes the
+    filter, ranked by ``bm25()`` (the store's index must use :data:`FTS5_BM25` to agree)."""
     sql = (
-        f"SELECT {MEMORY_COLUMNS}, bm25(memories_fts) AS score, m.seq FROM memories_fts "
-        "JOIN memories m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? "
-        "AND m.vault_id = ?"
+        "SELECT m.seq, bm25(memories_fts) AS score FROM memories_fts "
+        "JOIN memories m ON m.seq = memories_fts.rowid "
+        "WHERE memories_fts MATCH ? AND m.vault_id = ?"
     )
     params: list[object] = [" OR ".join(f'"{w}"' for w in words), vault_id]
     if where.tiers is not None:
         sql += f" AND m.tier IN ({','.join('?' * len(where.tiers))})"
         params.extend(where.tiers)
+    if where.min_importance is not None:
+        sql += " AND m.importance >= ?"
+        params.append(where.min_importance)
     if where.session_id is not None:
         sql += " AND (m.tier > 1 OR m.session_id = ?)"
         params.append(where.session_id)
@@ -74,7 +77,7 @@ def reference(
         params.extend((where.window[1], where.window[0]))
     with store._read() as conn:
         rows = conn.execute(sql + " ORDER BY score, m.seq LIMIT ?", [*params, limit]).fetchall()
-    return [(r[11], -r[10]) for r in rows]
+    return [(r[0], -r[1]) for r in rows]
 
 
 FILTERS = [
@@ -99,7 +102,7 @@ def test_lexical_search_returns_exactly_the_filtered_query_rows_in_rank_then_seq
         words = rng.sample(WORDS, rng.randint(1, 3))
         limit = rng.choice([1, 3, 10, 40, 150])
         found = store.search_lexical(mine, words, limit, where)
-        assert [(h.memory.seq, h.score) for h in found] == reference(
+        assert [(h.memory.seq, h.score) for h in found] == fts5_ranking(
             store, mine, words, limit, where
         )
         assert all(h.memory.id.startswith("mine-") for h in found)

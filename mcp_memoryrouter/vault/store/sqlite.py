@@ -101,8 +101,8 @@ class SQLiteStore:
         self._indexes: dict[str, VectorIndex] = {}
         self._index_lock = threading.Lock()
         self.schema_version = migrate(self._writer)
-        # The in-memory BM25 index (loaded on the first search) and what keeps it in step:
-        # a change log the writer's triggers fill, applied after each commit.
+        # The in-memory BM25 index (loaded by warm() or the first search) and what keeps it
+        # in step: a change log the writer's triggers fill, applied after each commit.
         self._writer.execute("PRAGMA temp_store = MEMORY")
         self._writer.executescript(sqlite_lexical.CHANGE_LOG)
         self._lexicon: LexicalIndex | None = None

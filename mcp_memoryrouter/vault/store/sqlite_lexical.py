@@ -43,7 +43,7 @@ class Tokenizer:
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.execute(
-            # contentless: the text is only tokenized, and 'delete-all' empties it at once
+            # contentless: the text is only tokenized; each use rolls its rows back
             "CREATE VIRTUAL TABLE t USING fts5 "
             f"(content, dated, content = '', tokenize = '{TOKENIZE}')"
         )
@@ -53,9 +53,9 @@ class Tokenizer:
     def close(self) -> None:
         self._conn.close()
 
-    def _run(self, texts: Sequence[tuple[str, str]]) -> list[list[tuple[str, str, int]]]:
-        """Each text's (token, column, offset) triples."""
-        out: list[list[tuple[str, str, int]]] = [[] for _ in texts]
+    def _run(self, texts: Sequence[tuple[str, str]]) -> list[list[tuple[str, int]]]:
+        """Each text's (token, offset) pairs."""
+        out: list[list[tuple[str, int]]] = [[] for _ in texts]
         with self._lock:
             self._conn.execute("BEGIN")
             try:
@@ -63,10 +63,8 @@ class Tokenizer:
                     "INSERT INTO t (rowid, content, dated) VALUES (?, ?, ?)",
                     [(i, content, dated) for i, (content, dated) in enumerate(texts)],
                 )
-                for term, doc, column, offset in self._conn.execute(
-                    "SELECT term, doc, col, offset FROM v"
-                ):
-                    out[doc].append((term, column, offset))
+                for term, doc, offset in self._conn.execute("SELECT term, doc, offset FROM v"):
+                    out[doc].append((term, offset))
             finally:
                 self._conn.execute("ROLLBACK")  # the scratch table is empty again
         return out
@@ -74,9 +72,9 @@ class Tokenizer:
     def counts(self, texts: Sequence[tuple[str, str]]) -> list[dict[str, int]]:
         """How often each token occurs in each (content, dated) pair."""
         result = []
-        for triples in self._run(texts):
+        for pairs in self._run(texts):
             counts: dict[str, int] = {}
-            for token, _, _ in triples:
+            for token, _ in pairs:
                 counts[token] = counts.get(token, 0) + 1
             result.append(counts)
         return result
@@ -84,8 +82,8 @@ class Tokenizer:
     def words(self, words: Sequence[str]) -> list[list[str]]:
         """Each word's tokens, in order (usually one; none for a word of punctuation)."""
         return [
-            [token for token, _, _ in sorted(triples, key=lambda t: t[2])]
-            for triples in self._run([(word, "") for word in words])
+            [token for token, _ in sorted(pairs, key=lambda p: p[1])]
+            for pairs in self._run([(word, "") for word in words])
         ]
 
 
