@@ -1,12 +1,13 @@
 """Search latency at 10k and 100k memories (query embedding included) and ingest throughput.
 
-    python bench/search.py [--sizes 10000,100000] [--samples 100]
+    python bench/search.py [--sizes 10000,100000] [--samples 100] [--database-url URL]
 
 Search: a real ``mcp-memoryrouter serve`` process with the ``local`` embedder answers
 ``POST /v1/memory/search`` over loopback; p50/p95 per size and the ratio. Embedding 100k
 texts takes ~30 minutes on 2 cores, so the stored vectors are drawn from 2,000 real MiniLM
 embeddings of the bench sentences (search cost depends on how many vectors there are, not
-on their values); every query is embedded for real.
+on their values); every query is embedded for real. With ``--database-url`` (a database of
+its own: the bench empties it) the vault and the server use PostgreSQL instead of SQLite.
 Ingest: 2,000 memories through the API with ``none`` and with ``local``: how fast ingest is
 acknowledged, and how fast the background worker makes them searchable by meaning.
 """
@@ -23,12 +24,14 @@ from pathlib import Path
 
 import httpx2
 import numpy as np
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import p50, p95, server, table, timed
 from mcp_memoryrouter.vault.embeddings import LocalMiniLM
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
+from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
 SUBJECTS = [
@@ -82,8 +85,21 @@ def sentence(i: int) -> str:
     )
 
 
-def fill(data_dir: Path, size: int, pool: int = 2000) -> str:
-    store = SQLiteStore(data_dir / "vault.sqlite3")
+def open_store(data_dir: Path, database_url: str | None) -> SQLiteStore | PostgresStore:
+    if database_url is None:
+        return SQLiteStore(data_dir / "vault.sqlite3")
+    with psycopg.connect(database_url, autocommit=True) as conn:  # bench only: start empty
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        ]
+        for table_name in tables:
+            conn.execute(f'DROP TABLE "{table_name}" CASCADE')
+    return PostgresStore(database_url)
+
+
+def fill(data_dir: Path, size: int, database_url: str | None = None, pool: int = 2000) -> str:
+    store = open_store(data_dir, database_url)
     service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
     key, _ = service.create_vault()
     access = service.authenticate(key)
@@ -98,10 +114,18 @@ def fill(data_dir: Path, size: int, pool: int = 2000) -> str:
     vectors = np.concatenate(
         [model.embed([sentence(i) for i in range(s, s + 64)]) for s in range(0, pool, 64)]
     )
-    conn = store._writer  # bench only: queue every row for the model, then fill from the pool
-    conn.execute(
-        "INSERT INTO embed_queue (seq, model) SELECT seq, ? FROM memories", (model.model_id,)
-    )
+    # bench only: queue every row for the model, then fill from the pool
+    if isinstance(store, SQLiteStore):
+        store._writer.execute(
+            "INSERT INTO embed_queue (seq, model) SELECT seq, ? FROM memories", (model.model_id,)
+        )
+    else:
+        with psycopg.connect(store.url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO embed_queue (seq, model) SELECT seq, %s FROM memories",
+                (model.model_id,),
+            )
+            conn.execute("ANALYZE memories")  # what autovacuum does after a bulk load
     done = 0
     while pending := store.take_embed_batch(model.model_id, 5000):
         rows = np.stack([vectors[(done + n) % len(vectors)] for n in range(len(pending))])
@@ -111,14 +135,15 @@ def fill(data_dir: Path, size: int, pool: int = 2000) -> str:
     return key
 
 
-def search_latency(size: int, samples: int) -> list[float]:
+def search_latency(size: int, samples: int, database_url: str | None) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        key = fill(Path(tmp), size)
+        key = fill(Path(tmp), size, database_url)
         print(f"  {size} memories ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         headers = {"Authorization": f"Bearer {key}"}
+        database = {"MEMORYROUTER_DATABASE_URL": database_url} if database_url else {}
         with (
-            server(Path(tmp), {"MEMORYROUTER_EMBEDDINGS": "local"}) as url,
+            server(Path(tmp), {"MEMORYROUTER_EMBEDDINGS": "local", **database}) as url,
             httpx2.Client(base_url=url, headers=headers, timeout=60) as http,
         ):
             for q in QUERIES:  # warm: model load, vector index load
@@ -164,15 +189,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--samples", type=int, default=100)
+    parser.add_argument(
+        "--database-url", help="search on PostgreSQL (a database the bench may empty); skips ingest"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    runs = {size: search_latency(size, args.samples) for size in sizes}
+    runs = {size: search_latency(size, args.samples, args.database_url) for size in sizes}
     rows = [[f"{size // 1000}k", f"{p50(v):.1f}", f"{p95(v):.1f}"] for size, v in runs.items()]
     print(table(["memories", "search p50 ms", "search p95 ms"], rows))
     print(
         f"p50 ratio {sizes[-1] // 1000}k/{sizes[0] // 1000}k: "
         f"{p50(runs[sizes[-1]]) / p50(runs[sizes[0]]):.2f}"
     )
+    if args.database_url:
+        return
     rates = {name: ingest_rate(name) for name in ("none", "local")}
     print(
         table(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ from mcp_memoryrouter.vault import tiers
 from mcp_memoryrouter.vault.app import create_vault_app, open_store
 from mcp_memoryrouter.vault.domain import Batch, Entry, NewRaw, SearchFilter
 from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store import postgres_lexical
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.postgres_schema import migrate
 from mcp_memoryrouter.vault.vectors import Pending
@@ -194,6 +196,63 @@ def test_broad_queries_use_hnsw_and_selective_ones_score_exactly(url: str) -> No
     assert index_scans(store) == before  # scored exactly, no index
     in_window = [i for i in np.argsort(-(vectors @ query)) if pending[i].row.seq <= 30][:10]
     assert seqs([h.memory.id for h in selective]) == [pending[i].row.seq for i in in_window]
+    store.close()
+
+
+def diary(n: int, rare_every: int, word: str) -> list[NewRaw]:
+    """``n`` memories that all say ``word``; every ``rare_every``-th one also says "release"."""
+    rows = raw(n)
+    return [
+        replace(r, content=f"{word} {i}: the release" if i % rare_every == 0 else f"{word} {i}")
+        for i, r in enumerate(rows)
+    ]
+
+
+def test_a_word_in_most_memories_is_not_searched_once_the_statistics_know_it(url: str) -> None:
+    store = PostgresStore(url, pool_min=1, pool_max=1)
+    store.create_vault("v", "vr_v", T0)
+    store.ingest("v", diary(1_200, rare_every=100, word="week"), None)
+    with store._pool.connection() as conn:
+        conn.execute("ANALYZE memories")  # what autovacuum does as the table grows
+    # "week" is in every memory: searching for it would rank the whole vault. Like the
+    # SQLite store, only the selective words are searched; stop words never are.
+    found = store.search_lexical("v", ["the", "week", "release"], 50, SearchFilter())
+    assert {h.memory.content for h in found} == {
+        f"week {i}: the release" for i in range(0, 1_200, 100)
+    }
+    assert len(found) == 12
+    # When every word is common, the rarest is still searched.
+    assert len(store.search_lexical("v", ["the", "week"], 50, SearchFilter())) == 50
+    assert store.search_lexical("v", ["the"], 50, SearchFilter()) == []
+    store.close()
+
+
+def test_every_word_is_searched_before_the_first_analyze(url: str) -> None:
+    store = PostgresStore(url, pool_min=1, pool_max=1)
+    store.create_vault("v", "vr_v", T0)
+    # (a word no other test analyzes: a database is reused, and TRUNCATE keeps statistics)
+    store.ingest("v", diary(1_200, rare_every=100, word="month"), None)
+    found = store.search_lexical("v", ["month", "release"], 50, SearchFilter())
+    assert len(found) == 50  # no statistics yet: "month" still matches
+    assert {h.memory.content for h in found[:12]} == {
+        f"month {i}: the release" for i in range(0, 1_200, 100)
+    }
+    store.close()
+
+
+def test_word_statistics_are_read_again_after_a_minute(url: str) -> None:
+    store = PostgresStore(url, pool_min=1, pool_max=1)
+    store.create_vault("v", "vr_v", T0)
+    store.ingest("v", diary(1_200, rare_every=100, word="year"), None)
+    now = [0.0]
+    common = postgres_lexical.CommonTerms(clock=lambda: now[0])
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert common.searchable(conn, ["year", "release"]) == ["year", "release"]
+        conn.execute("ANALYZE memories")
+        now[0] += postgres_lexical.STATS_TTL_S - 1
+        assert common.searchable(conn, ["year", "release"]) == ["year", "release"]  # cached
+        now[0] += 1
+        assert common.searchable(conn, ["year", "release"]) == ["release"]
     store.close()
 
 

@@ -44,6 +44,7 @@ from mcp_memoryrouter.vault.domain import (
 )
 from mcp_memoryrouter.vault.store import (
     postgres_delete,
+    postgres_lexical,
     postgres_reflect,
     postgres_vectors,
     postgres_window,
@@ -90,6 +91,7 @@ class PostgresStore:
             raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
         self._indexed: set[tuple[str, int]] = set()
         self._index_lock = threading.Lock()
+        self._common = postgres_lexical.CommonTerms()
 
     def warm(self, models: Sequence[tuple[str, int]]) -> None:
         """Nothing to load: PostgreSQL keeps its indexes itself."""
@@ -213,9 +215,6 @@ class PostgresStore:
     ) -> list[ScoredMemory]:
         if not terms:
             return []
-        # Any of the terms, like the SQLite store's OR-query; websearch_to_tsquery never
-        # fails on user text. ts_rank_cd is "higher is better", as the fusion expects.
-        query = " or ".join(terms)
         conditions, params = filter_sql(where)
         statement = (
             f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.tsv, q) AS rank, m.seq "
@@ -223,9 +222,18 @@ class PostgresStore:
             f"WHERE m.tsv @@ q AND m.vault_id = %s{conditions} "
             "ORDER BY rank DESC, m.seq LIMIT %s"
         )
-        rows = self._run(
-            lambda c: c.execute(statement, [query, vault_id, *params, limit]).fetchall()
-        )
+
+        def work(conn: Conn) -> list[tuple[Any, ...]]:
+            words = self._common.searchable(conn, terms)
+            if not words:
+                return []
+            # Any of the words, like the SQLite store's query; websearch_to_tsquery never
+            # fails on user text. ts_rank_cd is "higher is better", as the fusion expects.
+            return conn.execute(
+                statement, [" or ".join(words), vault_id, *params, limit]
+            ).fetchall()
+
+        rows = self._run(work)
         return [ScoredMemory(replace(memory_from_row(r), seq=r[11]), float(r[10])) for r in rows]
 
     def date_page(
