@@ -154,8 +154,10 @@ def test_contract_instructions_differ_per_target_tier_and_carry_the_version() ->
 def test_common_terms_are_pruned_only_in_large_indexes() -> None:
     from mcp_memoryrouter.vault.retrieval import prune_common
 
-    freq = {"the": 900, "release": 40, "ship": 5}
-    assert prune_common(["the", "release", "ship", "unknown"], freq, 2000) == [
+    # Only terms in more than half of the memories go: BM25 gives them no weight at all.
+    freq = {"the": 1_100, "team": 600, "release": 40, "ship": 5}
+    assert prune_common(["the", "team", "release", "ship", "unknown"], freq, 2000) == [
+        "team",
         "release",
         "ship",
         "unknown",
