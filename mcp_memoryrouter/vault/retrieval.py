@@ -14,8 +14,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # BM25's IDF, log((N - n + 0.5) / (n + 0.5)), reaches zero when a term is in half of all
 # memories (FTS5 and our index floor it at 1e-6): such a term cannot rank anything, yet
 # searching it scores half the vault. Rarer terms still carry signal: pruning from 10% of
-# the memories instead cost 0.3-0.4 points on every LoCoMo figure on SQLite, and 1.4 points
-# of turn R@10 on PostgreSQL, whose ts_rank_cd has no IDF at all.
+# the memories instead cost 0.3-0.4 points on every LoCoMo figure of a consolidated vault on
+# SQLite, and 1.3 points of turn R@10 on PostgreSQL, whose ts_rank_cd has no IDF at all.
 COMMON_SHARE = 0.5
 PRUNE_FROM_ROWS = 1_000  # below this, scoring every match is cheap: keep every term
 
