@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
+from fastapi import FastAPI
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
@@ -170,6 +171,19 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
             f"a loopback address, not {settings.host}"
         )
     vault_app = None if settings.api_url else create_vault_app(settings)
+    try:
+        return _serve(settings, vault_app, clock)
+    except BaseException:
+        close_vault(vault_app)  # a server that does not start releases its vault
+        raise
+
+
+def close_vault(vault_app: FastAPI | None) -> None:
+    if vault_app is not None:
+        vault_app.state.service.close()
+
+
+def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], float]) -> Server:
     client = vault_client(settings, vault_app)
     policy = load_policy()
     default_key = local_key(settings, vault_app) if settings.auth == "none" else None
@@ -211,6 +225,7 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
         for close in closing:
             await close()
         await client.aclose()
+        close_vault(vault_app)
 
     routes.append(Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
     if vault_app is not None:

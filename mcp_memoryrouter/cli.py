@@ -15,6 +15,7 @@ from mcp_memoryrouter.auth.scopes import PolicyError
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.vault.app import build_service, migrate_store
+from mcp_memoryrouter.vault.store.sqlite_owner import StoreInUse
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,7 +44,7 @@ def serve(host: str | None, port: int | None) -> None:
         settings.port = port
     try:
         server = create_server(settings)
-    except (ConfigError, PolicyError) as exc:
+    except (ConfigError, PolicyError, StoreInUse) as exc:
         raise click.ClickException(str(exc)) from exc
     if server.vault_app is not None:
         service = server.vault_app.state.service
@@ -68,7 +69,7 @@ def stdio() -> None:
         raise click.ClickException("set MEMORYROUTER_KEY to the memory key of your vault")
     try:
         mcp, client = create_stdio_server(settings)
-    except PolicyError as exc:
+    except (PolicyError, StoreInUse) as exc:
         raise click.ClickException(str(exc)) from exc
 
     async def run() -> None:

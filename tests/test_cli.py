@@ -14,6 +14,7 @@ import httpx2
 from click.testing import CliRunner
 
 from mcp_memoryrouter.cli import main
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
 
 def test_keys_create_json_prints_a_working_key_and_vault(tmp_path: Path) -> None:
@@ -73,8 +74,27 @@ def test_serve_runs_a_real_server_and_prints_the_first_key_once(tmp_path: Path) 
             headers={"Authorization": f"Bearer {key}"},
         )
         assert response.status_code == 202
+        # A second serving process on the same data directory (Claude desktop's stdio beside
+        # a running server) refuses to start and says what to do, instead of storing
+        # memories the running server's in-memory indexes would never see.
+        second = subprocess.run(
+            [sys.executable, "-m", "mcp_memoryrouter", "stdio"],
+            env={**env, "MEMORYROUTER_KEY": key},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 1
+        assert f"already served by process {proc.pid}" in second.stderr
+        assert "MEMORYROUTER_API_URL" in second.stderr and "Traceback" not in second.stderr
+        # Commands that open the store only for a moment still work beside it.
+        created = CliRunner().invoke(main, ["keys", "create", "--json"], env=env)
+        assert created.exit_code == 0, created.output
     finally:
         proc.terminate()
         proc.wait(timeout=20)
         if proc.stderr is not None:
             proc.stderr.close()
+    # The claim ends with the process.
+    SQLiteStore(tmp_path / "vault.sqlite3", serving=True).close()

@@ -28,8 +28,9 @@ def monotonic_clock() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-def open_store(settings: Settings) -> tuple[Store, str]:
-    """The store the settings name, and its kind for /healthz."""
+def open_store(settings: Settings, *, serving: bool = False) -> tuple[Store, str]:
+    """The store the settings name, and its kind for /healthz. A ``serving`` SQLite store
+    claims its file against other serving processes (``StoreInUse``)."""
     url = settings.database_url
     if url and url.startswith(("postgresql://", "postgres://")):
         # Imported here: psycopg is the optional ``postgres`` extra, SQLite needs nothing.
@@ -41,7 +42,7 @@ def open_store(settings: Settings) -> tuple[Store, str]:
         raise ValueError(f"unsupported MEMORYROUTER_DATABASE_URL scheme: {url.split(':', 1)[0]}")
     path = settings.sqlite_path
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return SQLiteStore(path), "sqlite"
+    return SQLiteStore(path, serving=serving), "sqlite"
 
 
 def migrate_store(settings: Settings) -> tuple[str, int]:
@@ -68,8 +69,9 @@ def embedders_for(settings: Settings) -> Embedders:
 def build_service(
     settings: Settings, *, clock: Clock | None = None, start_worker: bool = True
 ) -> tuple[VaultService, str]:
-    """The service over the configured store, with its embedding worker running."""
-    store, kind = open_store(settings)
+    """The service over the configured store, with its embedding worker running (a serving
+    process: it claims a SQLite vault)."""
+    store, kind = open_store(settings, serving=start_worker)
     embedders = embedders_for(settings)
     worker = EmbeddingWorker(store, embedders)
     service = VaultService(

@@ -103,6 +103,12 @@ class VaultService:
         self._on_write = on_write or (lambda: None)
         self.worker: EmbeddingWorker | None = None  # set by the composition root
 
+    def close(self) -> None:
+        """Stop the embedding worker and close the store (a SQLite store releases its file)."""
+        if self.worker is not None:
+            self.worker.stop()
+        self._store.close()
+
     # --- keys ----------------------------------------------------------------------
 
     def authenticate(self, presented: str | None) -> Access:

@@ -46,6 +46,7 @@ from mcp_memoryrouter.vault.lexical import BM25, Bm25, LexicalIndex
 from mcp_memoryrouter.vault.retrieval import prune_common
 from mcp_memoryrouter.vault.store import (
     sqlite_lexical,
+    sqlite_owner,
     sqlite_reflect,
     sqlite_vectors,
     sqlite_window,
@@ -91,8 +92,11 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 class SQLiteStore:
-    def __init__(self, path: Path | str, bm25: Bm25 = BM25) -> None:
+    def __init__(self, path: Path | str, bm25: Bm25 = BM25, *, serving: bool = False) -> None:
+        """``serving``: this store answers searches for as long as it is open, so it claims
+        the file against other serving processes (see :mod:`.sqlite_owner`)."""
         self._path = str(path)
+        self._owner = sqlite_owner.claim(self._path) if serving else None
         self._bm25 = bm25
         self._lock = threading.RLock()
         self._writer = _connect(self._path)
@@ -122,6 +126,9 @@ class SQLiteStore:
             self._readers.clear()
             self._doc_tokens.close()
             self._query_tokens.close()
+            if self._owner is not None:
+                self._owner.close()  # releases the claim
+                self._owner = None
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
