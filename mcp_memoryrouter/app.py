@@ -43,7 +43,7 @@ from mcp_memoryrouter.auth.external import (
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
 from mcp_memoryrouter.auth.provider import Lifetimes
-from mcp_memoryrouter.auth.resource import InBandChallenge, ScopeGate
+from mcp_memoryrouter.auth.resource import InBandChallenge, ScopeGate, SingleAuthorization
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy, load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
@@ -211,9 +211,11 @@ def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], fl
             metadata_url = resource_metadata_url(resource)
             mcp.middleware.append(InBandChallenge(metadata_url))
             routes += resource_routes(resource, [issuer], ALL_SCOPES)
-        endpoint = AuthenticationMiddleware(
-            AuthContextMiddleware(ScopeGate(endpoint, policy, metadata_url)),
-            backend=BearerAuthBackend(verifier),
+        endpoint = SingleAuthorization(
+            AuthenticationMiddleware(
+                AuthContextMiddleware(ScopeGate(endpoint, policy, metadata_url)),
+                backend=BearerAuthBackend(verifier),
+            )
         )
 
     @asynccontextmanager

@@ -1,9 +1,10 @@
 """Small ASGI pieces the HTTP boundaries share: buffering a request body under a limit,
-handing it on again, and answering with a JSON body."""
+handing it on again, answering with a JSON body, and spotting a repeated credential header."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from starlette.types import Message, Receive, Send
@@ -57,3 +58,19 @@ async def send_json(
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+def repeated_header(headers: Iterable[tuple[bytes, bytes]], names: Iterable[str]) -> str | None:
+    """The first of ``names`` (lower case) that came more than once, or as a comma-joined
+    list: a credential header must carry one value, or whoever reads the first and whoever
+    reads the last would each see a different caller."""
+    wanted = set(names)
+    seen: set[str] = set()
+    for raw, value in headers:
+        name = raw.decode("latin-1").lower()
+        if name not in wanted:
+            continue
+        if name in seen or b"," in value:
+            return name
+        seen.add(name)
+    return None

@@ -17,7 +17,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import CallToolResult
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import read_body, replay, send_json
+from mcp_memoryrouter.asgi import read_body, repeated_header, replay, send_json
 from mcp_memoryrouter.auth.scopes import ScopePolicy
 
 MAX_BODY = 4 * 1024 * 1024  # the MCP SDK's own request limit
@@ -46,6 +46,24 @@ def _required(policy: ScopePolicy, rpc: Any) -> str | None:
     if rpc.get("method") == "resources/read":
         return policy.for_resource(str(params.get("uri")))
     return None
+
+
+class SingleAuthorization:
+    """ASGI wrapper outside the authentication middleware: an ``Authorization`` header sent
+    twice (or comma-joined) is answered 400 ``invalid_request`` (RFC 6750 §3.1), since the
+    bearer reader and anything after it could each take a different copy."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and repeated_header(scope["headers"], ["authorization"]):
+            description = "send one Authorization header with one Bearer token"
+            header = challenge("invalid_request", description, None, None)
+            body = {"error": "invalid_request", "error_description": description}
+            await send_json(send, 400, body, [(b"www-authenticate", header.encode())])
+            return
+        await self.app(scope, receive, send)
 
 
 class ScopeGate:

@@ -13,6 +13,7 @@ from mcp_memoryrouter.vault.dates import format_ms, parse_moment
 from mcp_memoryrouter.vault.domain import Entry, SearchFilter, Tier
 from mcp_memoryrouter.vault.keys import Access
 from mcp_memoryrouter.vault.prepare import budget_for
+from mcp_memoryrouter.vault.presented import presented_key
 from mcp_memoryrouter.vault.service import INSPECT_PAGE, IncomingMessage, VaultService
 
 _DAY_MS = 86_400_000
@@ -35,23 +36,16 @@ def get_service(request: Request) -> VaultService:
 Service = Annotated[VaultService, Depends(get_service)]
 
 
-def presented_key(
+def get_access(
+    request: Request,
+    service: Service,
+    # Declared for the OpenAPI document; the key is read from the raw headers by the one
+    # rule the rate limit reads it by too (``presented.presented_key``).
     x_memory_key: Annotated[str | None, Header()] = None,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
-) -> str | None:
-    """X-Memory-Key, then ``Authorization: Bearer``, then x-api-key."""
-    if x_memory_key:
-        return x_memory_key
-    if authorization:
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() == "bearer" and token.strip():
-            return token.strip()
-    return x_api_key or None
-
-
-def get_access(service: Service, key: Annotated[str | None, Depends(presented_key)]) -> Access:
-    return service.authenticate(key)
+) -> Access:
+    return service.authenticate(presented_key(request.scope["headers"]))
 
 
 Key = Annotated[Access, Depends(get_access)]
@@ -74,11 +68,27 @@ def healthz(request: Request) -> schemas.Health:
 def create_key(body: schemas.KeyCreateRequest, access: Key, service: Service) -> schemas.KeyCreated:
     key, record = service.mint_key(access, body.name, body.read_only)
     return schemas.KeyCreated(
+        id=record.id,
         key=key,
         name=record.name,
         read_only=record.read_only,
         created_at=format_ms(record.created_ms),
     )
+
+
+@router.get("/v1/keys", response_model=schemas.KeyList, tags=["keys"])
+def list_keys(access: Key, service: Service) -> schemas.KeyList:
+    """The vault's keys, never their secrets (a read-write key of the vault may ask)."""
+    return schemas.KeyList(
+        vault=access.vault_ref, keys=[render.key(k) for k in service.keys.list_keys(access)]
+    )
+
+
+@router.delete("/v1/keys/{key_id}", response_model=schemas.KeyRevoked, tags=["keys"])
+def revoke_key(key_id: str, access: Key, service: Service) -> schemas.KeyRevoked:
+    """Revoke a key by its id: its next request is 401. The vault's last read-write key is
+    refused with 409 (mint another first)."""
+    return schemas.KeyRevoked(id=service.keys.revoke_key(access, key_id).id)
 
 
 @router.get("/v1/keys/current", response_model=schemas.KeyInfo, tags=["keys"])

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import send_json
-from mcp_memoryrouter.errors import RateLimited
+from mcp_memoryrouter.errors import InvalidRequest, RateLimited
 from mcp_memoryrouter.vault.keys import hash_key, split_mode
+from mcp_memoryrouter.vault.presented import presented_key
 
 MonotonicMs = Callable[[], int]
 # /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (cached
@@ -72,14 +73,9 @@ class TokenBuckets:
 
 
 def caller_of(scope: Scope) -> str:
-    """The hash of the presented key (the headers ``api.presented_key`` reads, in its
-    order), else the client address."""
-    headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    key = headers.get(b"x-memory-key")
-    if not key:
-        scheme, _, token = headers.get(b"authorization", "").partition(" ")
-        key = token.strip() if scheme.lower() == "bearer" else None
-    key = key or headers.get(b"x-api-key")
+    """The hash of the presented key (read as authentication reads it), else the client
+    address. Raises ``InvalidRequest`` for a key header sent twice."""
+    key = presented_key(scope.get("headers", []))
     if key:
         return "key:" + hash_key(split_mode(key)[0])
     client = scope.get("client")
@@ -97,7 +93,12 @@ class RateLimit:
         if scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:
             await self.app(scope, receive, send)
             return
-        wait = self.buckets.take(caller_of(scope))
+        try:
+            caller = caller_of(scope)
+        except InvalidRequest as refused:
+            await send_json(send, 400, refused.envelope())
+            return
+        wait = self.buckets.take(caller)
         if wait is None:
             await self.app(scope, receive, send)
             return
