@@ -13,8 +13,11 @@ from mcp_memoryrouter import __version__
 from mcp_memoryrouter.app import ConfigError, create_server, create_stdio_server
 from mcp_memoryrouter.auth.scopes import PolicyError
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.errors import NotFound, StoreUnavailable
+from mcp_memoryrouter.vault import render
 from mcp_memoryrouter.vault.app import build_service, migrate_store
+from mcp_memoryrouter.vault.keyring import Keyring
+from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite_owner import StoreInUse
 
 
@@ -83,25 +86,111 @@ def stdio() -> None:
 
 @main.group()
 def keys() -> None:
-    """Create memory keys."""
+    """Create, list and revoke memory keys, beside the data.
+
+    These commands open the store directly (MEMORYROUTER_DATA_DIR or
+    MEMORYROUTER_DATABASE_URL), so whoever can run them there needs no key: this is how a
+    lost key is replaced. Over HTTP, a read-write key uses GET/POST /v1/keys and
+    DELETE /v1/keys/{id} instead (see docs/keys.md).
+    """
+
+
+def _keyring() -> tuple[VaultService, Keyring]:
+    try:
+        service, _ = build_service(Settings(), start_worker=False)
+    except (StoreUnavailable, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    return service, service.keys
 
 
 @keys.command("create")
 @click.option("--read-only", is_flag=True, help="The key can search and inspect, never write.")
 @click.option("--name", default="default", show_default=True, help="A label for the key.")
-@click.option("--json", "as_json", is_flag=True, help='Print {"key": ..., "vault": ...}.')
-def keys_create(read_only: bool, name: str, as_json: bool) -> None:
-    """Create a new vault and print its memory key (shown only once).
-
-    To add a key to an existing vault, call POST /v1/keys with one of its keys.
-    """
-    service, _ = build_service(Settings(), start_worker=False)
-    key, ref = service.create_vault(name=name, read_only=read_only)
+@click.option(
+    "--vault",
+    "vault_ref",
+    metavar="VR_REF",
+    help="Add the key to this existing vault (its vr_… reference, as status and `keys list` "
+    "show it) instead of creating a new vault.",
+)
+@click.option("--json", "as_json", is_flag=True, help='Print {"key", "vault", "id"}.')
+def keys_create(read_only: bool, name: str, vault_ref: str | None, as_json: bool) -> None:
+    """Print a new memory key (shown only once): of a new vault, or with --vault of an
+    existing one (the way back in when its keys are lost)."""
+    service, keyring = _keyring()
+    try:
+        if vault_ref is None:
+            key, ref = keyring.create_vault(name=name, read_only=read_only)
+            key_id = keyring.vault_keys(keyring.vault_id(ref))[0].id
+        else:
+            key, record = keyring.add_to_vault(vault_ref, name, read_only)
+            ref, key_id = record.vault_ref, record.id
+    except NotFound as exc:
+        raise click.ClickException(
+            f"{exc.message}: `mcp-memoryrouter keys list` shows them"
+        ) from exc
+    finally:
+        service.close()
     if as_json:
-        click.echo(json.dumps({"key": key, "vault": ref}))
+        click.echo(json.dumps({"key": key, "vault": ref, "id": key_id}))
     else:
-        click.echo(f"vault {ref}\nkey   {key}")
+        click.echo(f"vault {ref}\nkey   {key}\nid    {key_id}")
     sys.stdout.flush()
+
+
+@keys.command("list")
+@click.option("--vault", "vault_ref", metavar="VR_REF", help="Only this vault's keys.")
+@click.option("--json", "as_json", is_flag=True, help="Print the vaults and their keys as JSON.")
+def keys_list(vault_ref: str | None, as_json: bool) -> None:
+    """List the keys of every vault (or of one): id, name, prefix, mode, created, last used.
+
+    Secrets are never shown: the prefix is a key's first characters, to recognise it."""
+    service, keyring = _keyring()
+    try:
+        vaults = keyring.vaults()
+        if vault_ref is not None:
+            vaults = [(vault_id, ref) for vault_id, ref in vaults if ref == vault_ref]
+            if not vaults:
+                raise click.ClickException(f"no vault {vault_ref} here")
+        listed = [(ref, [render.key(k) for k in keyring.vault_keys(v)]) for v, ref in vaults]
+    finally:
+        service.close()
+    if as_json:
+        body = [{"vault": ref, "keys": [k.model_dump() for k in ks]} for ref, ks in listed]
+        click.echo(json.dumps({"vaults": body}))
+        return
+    for ref, ks in listed:
+        click.echo(f"vault {ref}")
+        for k in ks:
+            mode = "read-only" if k.read_only else "read-write"
+            click.echo(
+                f"  {k.id}  {k.prefix or '?':<8}…  {mode:<10}  created {k.created_at}  "
+                f"last used {k.last_used_at or 'never'}  {k.name}"
+            )
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+def keys_revoke(key_id: str) -> None:
+    """Revoke the key KEY_ID (from `keys list`): its next request is refused (401).
+
+    Revoking a vault's last read-write key is allowed here, with a warning: run
+    `keys create --vault VR_REF` to get back in."""
+    service, keyring = _keyring()
+    try:
+        record = keyring.revoke_any(key_id)
+        left = keyring.vault_keys(keyring.vault_id(record.vault_ref))
+    except NotFound as exc:
+        raise click.ClickException(f"no key {key_id} here: `mcp-memoryrouter keys list`") from exc
+    finally:
+        service.close()
+    click.echo(f"revoked {record.id} ({record.name}) of vault {record.vault_ref}")
+    if not any(not k.read_only for k in left):
+        click.echo(
+            f"warning: vault {record.vault_ref} has no read-write key left; make one with "
+            f"`mcp-memoryrouter keys create --vault {record.vault_ref}`",
+            err=True,
+        )
 
 
 from mcp_memoryrouter.reflect.cli import register as register_reflect_commands  # noqa: E402

@@ -9,6 +9,7 @@ each one as ``{"error": {"code", "message", "details"}}`` and nothing else.
     ├── Forbidden           403  forbidden           read-only key on a write, key mode forbids it
     ├── NotFound            404  not_found           unknown id or batch (ids of other vaults too)
     ├── LeaseExpired        409  lease_expired       commit after the batch lease ran out
+    ├── Conflict            409  conflict            the change would lock the vault's owner out
     ├── PayloadTooLarge     413  payload_too_large   request body above the limit
     ├── RateLimited         429  rate_limited        too many requests for one key
     ├── StoreUnavailable    503  store_unavailable   the database cannot answer right now
@@ -72,6 +73,13 @@ class LeaseExpired(MemoryRouterError):
     code = "lease_expired"
 
 
+class Conflict(MemoryRouterError):
+    """Raised when a change is refused by the state it would leave (the last read-write key)."""
+
+    status = 409
+    code = "conflict"
+
+
 class PayloadTooLarge(MemoryRouterError):
     """Raised when a request body exceeds the configured limit."""
 
@@ -122,6 +130,7 @@ _BY_CODE: dict[str, type[MemoryRouterError]] = {
         Forbidden,
         NotFound,
         LeaseExpired,
+        Conflict,
         PayloadTooLarge,
         RateLimited,
         StoreUnavailable,

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 Role = Literal["user", "assistant", "system", "observation"]
 TierNumber = Literal[1, 2, 3]
@@ -170,8 +179,23 @@ class DeleteIdsRequest(_Request):
 
 
 class KeyCreateRequest(_Request):
+    """Unknown fields are refused, not ignored: ``{"mode": "read"}`` must not mint a
+    read-write key."""
+
     name: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
     read_only: StrictBool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            unknown = sorted(str(k) for k in value if k not in ("name", "read_only"))
+            if unknown:
+                raise ValueError(
+                    f"unknown field(s) {', '.join(unknown)}: a key takes only name and "
+                    "read_only (for a key that never writes, send read_only: true)"
+                )
+        return value
 
 
 # --- responses --------------------------------------------------------------------------
@@ -384,10 +408,33 @@ class UsageResponse(BaseModel):
 
 
 class KeyCreated(BaseModel):
+    id: str
     key: str
     name: str
     read_only: bool
     created_at: str
+
+
+class KeyListed(BaseModel):
+    """One key of the vault, never its secret: ``prefix`` is its first characters (null for
+    keys made before prefixes were kept); ``last_used_at`` moves at most once a minute."""
+
+    id: str
+    name: str
+    prefix: str | None
+    read_only: bool
+    created_at: str
+    last_used_at: str | None
+
+
+class KeyList(BaseModel):
+    vault: str
+    keys: list[KeyListed]
+
+
+class KeyRevoked(BaseModel):
+    id: str
+    revoked: Literal[True] = True
 
 
 class KeyInfo(BaseModel):

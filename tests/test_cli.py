@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import httpx2
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
+from mcp_memoryrouter.errors import Unauthorized
+from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
 
@@ -22,14 +24,87 @@ def test_keys_create_json_prints_a_working_key_and_vault(tmp_path: Path) -> None
     result = CliRunner().invoke(main, ["keys", "create", "--json", "--name", "ci"], env=env)
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
-    assert set(body) == {"key", "vault"}
+    assert set(body) == {"key", "vault", "id"}
     assert body["key"].startswith("mk_") and body["vault"].startswith("vr_")
     second = json.loads(CliRunner().invoke(main, ["keys", "create", "--json"], env=env).output)
     assert second["vault"] != body["vault"]
 
 
+def _keys(env: dict[str, str], *args: str) -> Result:
+    return CliRunner().invoke(main, ["keys", *args], env=env)
+
+
+def _opens(data_dir: Path, key: str) -> str | None:
+    """The vault reference ``key`` opens in ``data_dir``, or None when it opens nothing."""
+    store = SQLiteStore(data_dir / "vault.sqlite3")
+    try:
+        return VaultService(store, clock=lambda: 0, lease_seconds=900).authenticate(key).vault_ref
+    except Unauthorized:
+        return None
+    finally:
+        store.close()
+
+
+def test_keys_create_with_vault_adds_a_key_to_that_vault_instead_of_a_new_one(
+    tmp_path: Path,
+) -> None:
+    env = {"MEMORYROUTER_DATA_DIR": str(tmp_path)}
+    first = json.loads(_keys(env, "create", "--json").output)
+    again = _keys(env, "create", "--vault", first["vault"], "--name", "laptop", "--json")
+    assert again.exit_code == 0, again.output
+    second = json.loads(again.output)
+    assert second["vault"] == first["vault"] and second["key"] != first["key"]
+    assert _opens(tmp_path, second["key"]) == first["vault"]
+    listing = json.loads(_keys(env, "list", "--json").output)
+    assert [v["vault"] for v in listing["vaults"]] == [first["vault"]]
+    assert [k["id"] for k in listing["vaults"][0]["keys"]] == [first["id"], second["id"]]
+    unknown = _keys(env, "create", "--vault", "vr_0000000000000000")
+    assert unknown.exit_code == 1 and "vr_0000000000000000" in unknown.output
+
+
+def test_keys_list_groups_keys_by_vault_and_never_prints_a_secret(tmp_path: Path) -> None:
+    env = {"MEMORYROUTER_DATA_DIR": str(tmp_path)}
+    one = json.loads(_keys(env, "create", "--json", "--name", "one").output)
+    two = json.loads(_keys(env, "create", "--json", "--read-only", "--name", "two").output)
+    text = _keys(env, "list")
+    assert text.exit_code == 0, text.output
+    assert text.output.index(one["vault"]) < text.output.index(one["id"])
+    assert text.output.index(two["vault"]) < text.output.index(two["id"])
+    assert "read-only" in text.output and one["key"][:8] in text.output
+    assert one["key"] not in text.output and two["key"] not in text.output
+    only = json.loads(_keys(env, "list", "--vault", two["vault"], "--json").output)
+    (vault,) = only["vaults"]
+    (key,) = vault["keys"]
+    assert (vault["vault"], key["id"], key["read_only"]) == (two["vault"], two["id"], True)
+    assert set(key) == {"id", "name", "prefix", "read_only", "created_at", "last_used_at"}
+
+
+def test_keys_revoke_stops_the_key_and_warns_when_no_read_write_key_is_left(
+    tmp_path: Path,
+) -> None:
+    env = {"MEMORYROUTER_DATA_DIR": str(tmp_path)}
+    first = json.loads(_keys(env, "create", "--json").output)
+    spare = json.loads(_keys(env, "create", "--vault", first["vault"], "--json").output)
+    revoked = _keys(env, "revoke", spare["id"])
+    assert revoked.exit_code == 0, revoked.output
+    assert "warning" not in revoked.output
+    assert _opens(tmp_path, spare["key"]) is None
+    assert _opens(tmp_path, first["key"]) == first["vault"]
+    last = _keys(env, "revoke", first["id"])
+    assert last.exit_code == 0 and "warning" in last.stderr
+    assert f"keys create --vault {first['vault']}" in last.stderr
+    assert _opens(tmp_path, first["key"]) is None
+    assert _keys(env, "revoke", first["id"]).exit_code == 1  # already gone
+
+
 def test_help_explains_each_command() -> None:
-    for args in (["--help"], ["serve", "--help"], ["keys", "create", "--help"]):
+    for args in (
+        ["--help"],
+        ["serve", "--help"],
+        ["keys", "create", "--help"],
+        ["keys", "list", "--help"],
+        ["keys", "revoke", "--help"],
+    ):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0 and "Usage:" in result.output
 
@@ -54,10 +129,11 @@ def test_serve_runs_a_real_server_and_prints_the_first_key_once(tmp_path: Path) 
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        while "mk_" not in line:
+        while "first-run.key" not in line:
             line = proc.stderr.readline()
-            assert line, "serve exited before printing a key"
-        key = line.strip()
+            assert line, "serve exited before naming its key file"
+        # not a terminal: the key is in a 0600 file, never on the (logged) output
+        key = (tmp_path / "first-run.key").read_text().strip()
         assert key.startswith("mk_")
         deadline = time.monotonic() + 20
         while True:

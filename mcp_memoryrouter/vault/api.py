@@ -68,11 +68,27 @@ def healthz(request: Request) -> schemas.Health:
 def create_key(body: schemas.KeyCreateRequest, access: Key, service: Service) -> schemas.KeyCreated:
     key, record = service.mint_key(access, body.name, body.read_only)
     return schemas.KeyCreated(
+        id=record.id,
         key=key,
         name=record.name,
         read_only=record.read_only,
         created_at=format_ms(record.created_ms),
     )
+
+
+@router.get("/v1/keys", response_model=schemas.KeyList, tags=["keys"])
+def list_keys(access: Key, service: Service) -> schemas.KeyList:
+    """The vault's keys, never their secrets (a read-write key of the vault may ask)."""
+    return schemas.KeyList(
+        vault=access.vault_ref, keys=[render.key(k) for k in service.keys.list_keys(access)]
+    )
+
+
+@router.delete("/v1/keys/{key_id}", response_model=schemas.KeyRevoked, tags=["keys"])
+def revoke_key(key_id: str, access: Key, service: Service) -> schemas.KeyRevoked:
+    """Revoke a key by its id: its next request is 401. The vault's last read-write key is
+    refused with 409 (mint another first)."""
+    return schemas.KeyRevoked(id=service.keys.revoke_key(access, key_id).id)
 
 
 @router.get("/v1/keys/current", response_model=schemas.KeyInfo, tags=["keys"])

@@ -39,6 +39,16 @@ def new_memory_key() -> str:
     return "mk_" + "".join(secrets.choice(_BASE62) for _ in range(43))
 
 
+def new_key_id() -> str:
+    """The public id of a memory key: what lists and revocations name, never the secret."""
+    return "key_" + secrets.token_hex(8)
+
+
+def key_prefix(key: str) -> str:
+    """The first characters of a key, to recognise it by (about 30 of its 256 bits)."""
+    return key[:8]
+
+
 @dataclass(frozen=True)
 class KeyRecord:
     vault_id: str
@@ -46,6 +56,9 @@ class KeyRecord:
     name: str
     read_only: bool
     created_ms: int
+    id: str = ""
+    prefix: str | None = None  # None for keys created before prefixes were kept
+    last_used_ms: int | None = None
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,18 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from mcp_memoryrouter.errors import Forbidden, Unauthorized
+from mcp_memoryrouter.vault.domain import KeyRecord
 
 Mode = Literal["full", "read", "write", "off"]
 _SUFFIXES: dict[str, Mode] = {"read": "read", "write": "write", "off": "off"}
+
+
+TOUCH_EVERY_MS = 60_000  # "last used" moves at most once a minute per key, not on every request
 
 
 def hash_key(key: str) -> str:
@@ -40,6 +45,7 @@ class Access:
     vault_ref: str
     read_only: bool
     mode: Mode
+    key_id: str = ""  # the public id of the presented key
 
     @property
     def can_read(self) -> bool:
@@ -69,3 +75,15 @@ def missing_key() -> Unauthorized:
     return Unauthorized(
         "missing memory key: send it as X-Memory-Key, Authorization: Bearer, or x-api-key"
     )
+
+
+def touch_due(last_used_ms: int | None, now_ms: int) -> bool:
+    """Whether a request at ``now_ms`` should record itself as the key's last use."""
+    return last_used_ms is None or now_ms - last_used_ms >= TOUCH_EVERY_MS
+
+
+def leaves_no_writer(keys: Sequence[KeyRecord], key_id: str) -> bool:
+    """Whether revoking ``key_id`` would leave the vault without a read-write key (and so
+    without any key that can mint another, list or revoke)."""
+    writers = [k for k in keys if not k.read_only]
+    return [k.id for k in writers] == [key_id]

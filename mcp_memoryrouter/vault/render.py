@@ -11,6 +11,7 @@ from mcp_memoryrouter.vault.domain import (
     Batch,
     Counters,
     EmptyCheckout,
+    KeyRecord,
     Lineage,
     Memory,
     ScoredMemory,
@@ -163,4 +164,16 @@ def usage(
             "by_endpoint": by_endpoint,
             "by_session": by_session,
         }
+    )
+
+
+def key(record: KeyRecord) -> schemas.KeyListed:
+    last = record.last_used_ms
+    return schemas.KeyListed(
+        id=record.id,
+        name=record.name,
+        prefix=record.prefix,
+        read_only=record.read_only,
+        created_at=format_ms(record.created_ms),
+        last_used_at=None if last is None else format_ms(last),
     )

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from mcp_memoryrouter.errors import InvalidRequest, Unauthorized
+from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.vault import chunking, contract, leases, tiers, window
 from mcp_memoryrouter.vault.domain import (
     Batch,
@@ -32,13 +32,11 @@ from mcp_memoryrouter.vault.domain import (
     UsageLine,
     new_batch_id,
     new_memory_id,
-    new_memory_key,
-    new_vault_id,
-    new_vault_ref,
 )
 from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
-from mcp_memoryrouter.vault.keys import Access, hash_key, looks_like_key, missing_key, split_mode
+from mcp_memoryrouter.vault.keyring import Keyring
+from mcp_memoryrouter.vault.keys import Access
 from mcp_memoryrouter.vault.prepare import Budget, build_context
 from mcp_memoryrouter.vault.retrieval import fuse, lift_sources, query_terms, smooth
 from mcp_memoryrouter.vault.store import Store
@@ -102,6 +100,7 @@ class VaultService:
         self._embedders = embedders or Embedders({}, "none")
         self._on_write = on_write or (lambda: None)
         self.worker: EmbeddingWorker | None = None  # set by the composition root
+        self.keys = Keyring(store, clock)
 
     def close(self) -> None:
         """Stop the embedding worker and close the store (a SQLite store releases its file)."""
@@ -112,29 +111,14 @@ class VaultService:
     # --- keys ----------------------------------------------------------------------
 
     def authenticate(self, presented: str | None) -> Access:
-        if not presented:
-            raise missing_key()
-        key, mode = split_mode(presented)
-        record = self._store.find_key(hash_key(key)) if looks_like_key(key) else None
-        if record is None:
-            raise Unauthorized("invalid or unknown memory key")
-        return Access(record.vault_id, record.vault_ref, record.read_only, mode)
+        return self.keys.authenticate(presented)
 
     def create_vault(self, *, name: str = "default", read_only: bool = False) -> tuple[str, str]:
         """Create a vault and its first key: (key, vault reference). The key is shown once."""
-        vault_id, ref = new_vault_id(), new_vault_ref()
-        self._store.create_vault(vault_id, ref, self._clock())
-        key = new_memory_key()
-        self._store.add_key(hash_key(key), vault_id, name, read_only, self._clock())
-        return key, ref
+        return self.keys.create_vault(name=name, read_only=read_only)
 
     def mint_key(self, access: Access, name: str | None, read_only: bool) -> tuple[str, KeyRecord]:
-        access.require_write()
-        access.require_read()
-        key, now = new_memory_key(), self._clock()
-        record = KeyRecord(access.vault_id, access.vault_ref, name or "New Key", read_only, now)
-        self._store.add_key(hash_key(key), access.vault_id, record.name, read_only, now)
-        return key, record
+        return self.keys.mint(access, name, read_only)
 
     # --- raw memories ----------------------------------------------------------------
 

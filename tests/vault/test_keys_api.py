@@ -88,7 +88,7 @@ def test_minted_key_opens_the_same_vault(vault: Vault) -> None:
     response = vault.post("/v1/keys", {"name": "laptop"})
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"key", "name", "read_only", "created_at"}
+    assert set(body) == {"id", "key", "name", "read_only", "created_at"}
     assert body["key"].startswith("mk_") and len(body["key"]) >= 43
     assert (body["name"], body["read_only"]) == ("laptop", False)
     hits = vault.post("/v1/memory/search", SEARCH, body["key"]).json()["memories"]

@@ -59,6 +59,14 @@ from mcp_memoryrouter.vault.window import Order, Page
 Conn = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
 _RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
+_KEYS = (
+    "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms, k.id, k.prefix, "
+    "k.last_used_ms FROM keys k JOIN vaults v ON v.id = k.vault_id"
+)
+
+
+def _key(row: tuple[Any, ...]) -> KeyRecord:
+    return KeyRecord(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6], row[7])
 
 
 class PostgresStore:
@@ -123,26 +131,57 @@ class PostgresStore:
             )
         )
 
-    def add_key(
-        self, key_hash: str, vault_id: str, name: str, read_only: bool, now_ms: int
-    ) -> None:
+    def add_key(self, record: KeyRecord, key_hash: str) -> None:
         self._run(
             lambda c: c.execute(
-                "INSERT INTO keys (hash, vault_id, name, read_only, created_ms) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (key_hash, vault_id, name, int(read_only), now_ms),
+                "INSERT INTO keys (hash, vault_id, name, read_only, created_ms, id, prefix) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (
+                    key_hash,
+                    record.vault_id,
+                    record.name,
+                    int(record.read_only),
+                    record.created_ms,
+                    record.id,
+                    record.prefix,
+                ),
             )
         )
 
     def find_key(self, key_hash: str) -> KeyRecord | None:
-        row = self._run(
+        row = self._run(lambda c: c.execute(f"{_KEYS} WHERE k.hash = %s", (key_hash,)).fetchone())
+        return None if row is None else _key(row)
+
+    def list_keys(self, vault_id: str) -> list[KeyRecord]:
+        rows = self._run(
             lambda c: c.execute(
-                "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms FROM keys k "
-                "JOIN vaults v ON v.id = k.vault_id WHERE k.hash = %s",
-                (key_hash,),
-            ).fetchone()
+                f"{_KEYS} WHERE k.vault_id = %s ORDER BY k.created_ms, k.id", (vault_id,)
+            ).fetchall()
         )
-        return None if row is None else KeyRecord(row[0], row[1], row[2], bool(row[3]), row[4])
+        return [_key(row) for row in rows]
+
+    def revoke_key(self, vault_id: str, key_id: str) -> bool:
+        cursor = self._run(
+            lambda c: c.execute(
+                "DELETE FROM keys WHERE vault_id = %s AND id = %s", (vault_id, key_id)
+            )
+        )
+        return cursor.rowcount == 1
+
+    def touch_key(self, key_hash: str, now_ms: int, unless_since_ms: int) -> None:
+        self._run(
+            lambda c: c.execute(
+                "UPDATE keys SET last_used_ms = %s WHERE hash = %s "
+                "AND (last_used_ms IS NULL OR last_used_ms < %s)",
+                (now_ms, key_hash, unless_since_ms),
+            )
+        )
+
+    def vaults(self) -> list[tuple[str, str]]:
+        rows = self._run(
+            lambda c: c.execute("SELECT id, ref FROM vaults ORDER BY created_ms, ref").fetchall()
+        )
+        return [(row[0], row[1]) for row in rows]
 
     def vault_count(self) -> int:
         row = self._run(lambda c: c.execute("SELECT count(*) FROM vaults").fetchone())

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +64,14 @@ from mcp_memoryrouter.vault.window import Order, Page
 log = logging.getLogger(__name__)
 
 _CHUNK = 400  # ids per IN (...) list, well under SQLite's variable limit
+_KEYS = (
+    "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms, k.id, k.prefix, "
+    "k.last_used_ms FROM keys k JOIN vaults v ON v.id = k.vault_id"
+)
+
+
+def _key(row: tuple[Any, ...]) -> KeyRecord:
+    return KeyRecord(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6], row[7])
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -177,24 +186,53 @@ class SQLiteStore:
                 "INSERT INTO vaults (id, ref, created_ms) VALUES (?, ?, ?)", (vault_id, ref, now_ms)
             )
 
-    def add_key(
-        self, key_hash: str, vault_id: str, name: str, read_only: bool, now_ms: int
-    ) -> None:
+    def add_key(self, record: KeyRecord, key_hash: str) -> None:
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO keys (hash, vault_id, name, read_only, created_ms) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key_hash, vault_id, name, int(read_only), now_ms),
+                "INSERT INTO keys (hash, vault_id, name, read_only, created_ms, id, prefix) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key_hash,
+                    record.vault_id,
+                    record.name,
+                    int(record.read_only),
+                    record.created_ms,
+                    record.id,
+                    record.prefix,
+                ),
             )
 
     def find_key(self, key_hash: str) -> KeyRecord | None:
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms FROM keys k "
-                "JOIN vaults v ON v.id = k.vault_id WHERE k.hash = ?",
-                (key_hash,),
-            ).fetchone()
-        return None if row is None else KeyRecord(row[0], row[1], row[2], bool(row[3]), row[4])
+            row = conn.execute(f"{_KEYS} WHERE k.hash = ?", (key_hash,)).fetchone()
+        return None if row is None else _key(row)
+
+    def list_keys(self, vault_id: str) -> list[KeyRecord]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"{_KEYS} WHERE k.vault_id = ? ORDER BY k.created_ms, k.id", (vault_id,)
+            ).fetchall()
+        return [_key(row) for row in rows]
+
+    def revoke_key(self, vault_id: str, key_id: str) -> bool:
+        with self._write() as conn:
+            cursor = conn.execute(
+                "DELETE FROM keys WHERE vault_id = ? AND id = ?", (vault_id, key_id)
+            )
+        return cursor.rowcount == 1
+
+    def touch_key(self, key_hash: str, now_ms: int, unless_since_ms: int) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE keys SET last_used_ms = ? WHERE hash = ? "
+                "AND (last_used_ms IS NULL OR last_used_ms < ?)",
+                (now_ms, key_hash, unless_since_ms),
+            )
+
+    def vaults(self) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            rows = conn.execute("SELECT id, ref FROM vaults ORDER BY created_ms, ref").fetchall()
+        return [(row[0], row[1]) for row in rows]
 
     def vault_count(self) -> int:
         with self._read() as conn:
@@ -264,7 +302,7 @@ class SQLiteStore:
         if not terms:
             return []
         index = self._lexical_index()
-        kept = set(prune_common(terms, {t: index.doc_freq(t) for t in terms}, len(index)))
+        kept = set(prune_common(terms, *index.doc_freqs(vault_id, terms)))  # the vault's own
         words = [t for t in terms if t in kept]
         # A word FTS5 splits (``foo_bar``) counts as its tokens, as a hyphenated word does.
         tokens = [token for split in self._query_tokens.words(words) for token in split]
