@@ -13,10 +13,12 @@ from mcp_memoryrouter import __version__
 from mcp_memoryrouter.app import ConfigError, create_server, create_stdio_server
 from mcp_memoryrouter.auth.scopes import PolicyError
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.errors import NotFound, StoreUnavailable
+from mcp_memoryrouter.errors import MemoryRouterError, NotFound, StoreUnavailable, Unauthorized
+from mcp_memoryrouter.startup import Listening, banner, keep_first_key, stdio_command
 from mcp_memoryrouter.vault import render
 from mcp_memoryrouter.vault.app import build_service, migrate_store
 from mcp_memoryrouter.vault.keyring import Keyring
+from mcp_memoryrouter.vault.keys import looks_like_key, split_mode
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite_owner import StoreInUse
 
@@ -37,8 +39,11 @@ def main() -> None:
 def serve(host: str | None, port: int | None) -> None:
     """Serve the MCP endpoint (/mcp) and the REST API (/v1, /healthz, /openapi.json).
 
-    Data lives in MEMORYROUTER_DATA_DIR. On the first run, a vault is created and its
-    memory key is printed once. MEMORYROUTER_API_URL serves /mcp only, proxying to that API.
+    Data lives in MEMORYROUTER_DATA_DIR. On the first run, a vault is created: its memory
+    key is shown once on a terminal, or, when the output is not a terminal (a service
+    manager's log), written to first-run.key (mode 0600) in the data directory. At start it
+    prints the URLs and how to connect each client. MEMORYROUTER_API_URL serves /mcp only,
+    proxying to that API.
     """
     settings = Settings()
     if host is not None:
@@ -49,14 +54,15 @@ def serve(host: str | None, port: int | None) -> None:
         server = create_server(settings)
     except (ConfigError, PolicyError, StoreInUse) as exc:
         raise click.ClickException(str(exc)) from exc
+    first = None
     if server.vault_app is not None:
         service = server.vault_app.state.service
         if service.vault_count() == 0:
             key, ref = service.create_vault(name="default")
-            click.echo(
-                f"Created vault {ref}. Its memory key is shown only now; keep it safe:\n  {key}",
-                err=True,
-            )
+            first = keep_first_key(ref, key, settings.data_dir, terminal=sys.stderr.isatty())
+    data_dir = None if settings.api_url else settings.data_dir
+    where = Listening(settings.base_url, data_dir, stdio_command())
+    click.echo(banner(where, first, __version__), err=True)
     uvicorn.run(server.app, host=settings.host, port=settings.port, log_level="info")
 
 
@@ -68,15 +74,34 @@ def stdio() -> None:
     MEMORYROUTER_DATA_DIR, or the API at MEMORYROUTER_API_URL.
     """
     settings = Settings()
-    if not settings.key:
+    key = settings.key
+    if not key:
         raise click.ClickException("set MEMORYROUTER_KEY to the memory key of your vault")
+    if not looks_like_key(split_mode(key)[0]):
+        raise click.ClickException(
+            "MEMORYROUTER_KEY is not a memory key: a key is mk_ followed by letters and digits, "
+            "as `serve` or `keys create` showed it (the mk_... of examples is a "
+            "placeholder)"
+        )
     try:
         mcp, client = create_stdio_server(settings)
     except (PolicyError, StoreInUse) as exc:
         raise click.ClickException(str(exc)) from exc
+    where = settings.api_url or f"the vault in {settings.data_dir}"
 
     async def run() -> None:
         try:
+            # A key that cannot open the vault stops here with one line, not at every call.
+            try:
+                await client.with_key(key).key_info()
+            except Unauthorized as exc:
+                raise click.ClickException(
+                    f"MEMORYROUTER_KEY does not open {where} (unknown or revoked key): list "
+                    "keys with `mcp-memoryrouter keys list`, or make one for the vault with "
+                    "`mcp-memoryrouter keys create --vault vr_...`"
+                ) from exc
+            except MemoryRouterError as exc:
+                raise click.ClickException(f"cannot start: {exc.message}") from exc
             await mcp.run_stdio_async()
         finally:
             await client.aclose()
