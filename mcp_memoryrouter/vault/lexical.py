@@ -4,15 +4,20 @@ FTS5 ranks with ``bm25()`` by calling back into the auxiliary-function API for e
 matching row, so a common word costs a millisecond per thousand matches (20-30 ms over
 the 12k matches of a 100k-memory vault), and its k1 and b are fixed. Here the postings of
 each query token are scored in one vectorised step instead, with FTS5's formula (every
-column weight 1, IDF floored at 1e-6), its corpus statistics (every row of every vault),
-its operation order and its (score, seq) order: with :data:`FTS5_BM25` the rows and the
-scores are FTS5's own to the last bit (a test compares both on random vaults, deletes
-included). The store ranks with :data:`BM25`, which normalises length less.
+column weight 1, IDF floored at 1e-6), its operation order and its (score, seq) order.
+
+The corpus statistics are the searched vault's own: its live rows, their average length,
+and how many of them hold each token (the token's postings among the vault's rows, which
+scoring reads anyway). Another vault's memories never change a ranking or a score, so
+scores reveal nothing about what other vaults hold. With :data:`FTS5_BM25` the rows and
+the scores are to the last bit those of FTS5's ``bm25()`` over a table of the vault's
+memories alone (a test compares both on random vaults, deletes included). The store
+ranks with :data:`BM25`, which normalises length less.
 
 Tokens come from FTS5's own tokenizer (the store tokenizes with an in-memory FTS5
 table), so this module never stems or splits text itself. Deleted rows stay in the
-postings as dead positions, masked out and no longer counted in the statistics; the
-index compacts itself when dead positions outnumber live ones.
+postings as dead positions, masked out and no longer counted; the index compacts itself
+when dead positions outnumber live ones.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
+import numpy.typing as npt
 
 from mcp_memoryrouter.vault.domain import SearchFilter
 from mcp_memoryrouter.vault.rowtable import IndexRow, RowTable
@@ -65,17 +71,12 @@ class LexicalIndex:
         self._length = np.zeros(self._rows.capacity, dtype=np.float64)
         self._ids: dict[str, int] = {}  # token -> id
         self._postings: list[tuple[array[int], array[int]]] = []  # by id: positions, counts
-        self._doc_freq: list[int] = []  # by id: live rows holding the token
-        self._doc_tokens = array("i")  # every position's distinct token ids, one after another
-        self._doc_start = array("q", [0])  # where each position's ids start (and end)
-        self._total = 0  # tokens over live rows
+        # by vault code: live rows, and tokens over them (BM25's N and average length)
+        self._vault_rows: dict[int, int] = {}
+        self._vault_tokens: dict[int, int] = {}
 
     def __len__(self) -> int:
         return self._rows.live
-
-    def doc_freq(self, token: str) -> int:
-        at = self._ids.get(token)
-        return 0 if at is None else self._doc_freq[at]
 
     def add(self, docs: Iterable[LexicalDoc]) -> None:
         with self._lock:
@@ -88,23 +89,25 @@ class LexicalIndex:
         if table.reserve(table.size + 1):
             self._length = np.resize(self._length, table.capacity)
         position = table.put(doc.row)
-        length = doc.length
-        self._length[position] = length
+        self._length[position] = doc.length
         for token, count in doc.counts.items():
             at = self._id(token)
             self._postings[at][0].append(position)
             self._postings[at][1].append(count)
-            self._doc_freq[at] += 1
-            self._doc_tokens.append(at)
-        self._doc_start.append(len(self._doc_tokens))
-        self._total += length
+        self._count(position, 1)
+
+    def _count(self, position: int, sign: int) -> None:
+        """Count the row at ``position`` in (1) or out of (-1) its vault's statistics."""
+        code = int(self._rows.columns["vault"][position])
+        self._vault_rows[code] = self._vault_rows.get(code, 0) + sign
+        tokens = self._vault_tokens.get(code, 0) + sign * int(self._length[position])
+        self._vault_tokens[code] = tokens
 
     def _id(self, token: str) -> int:
         at = self._ids.get(token)
         if at is None:
             at = self._ids[token] = len(self._postings)
             self._postings.append((array("i"), array("I")))
-            self._doc_freq.append(0)
         return at
 
     def remove(self, seqs: Iterable[int]) -> None:
@@ -116,15 +119,11 @@ class LexicalIndex:
 
     def _drop(self, seq: int) -> None:
         position = self._rows.drop(seq)
-        if position is None:
-            return
-        start, end = self._doc_start[position], self._doc_start[position + 1]
-        for at in self._doc_tokens[start:end]:
-            self._doc_freq[at] -= 1
-        self._total -= int(self._length[position])
+        if position is not None:
+            self._count(position, -1)
 
     def _compact(self) -> None:
-        """Rebuild on the live rows only (caller holds the lock)."""
+        """Rebuild on the live rows only (caller holds the lock); vault codes stay."""
         rows = self._rows
         alive = np.flatnonzero(rows.columns["alive"][: rows.size])
         moved = np.full(rows.size, -1, dtype=np.int64)
@@ -141,12 +140,6 @@ class LexicalIndex:
                 )
             )
         self._postings = postings
-        starts = np.frombuffer(self._doc_start, dtype=np.int64)
-        sizes = np.diff(starts)[alive]
-        flat = np.frombuffer(self._doc_tokens, dtype=np.int32)
-        owner = np.repeat(np.arange(rows.size), np.diff(starts))
-        self._doc_tokens = array("i", flat[moved[owner] >= 0].tobytes())
-        self._doc_start = array("q", np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
         length = np.zeros(max(1024, alive.size), dtype=np.float64)
         length[: alive.size] = self._length[alive]
         self._rows, self._length = rows.compacted(alive), length
@@ -157,45 +150,88 @@ class LexicalIndex:
             seqs = self._rows.columns["seq"][positions].tolist()
         self.remove(seqs)
 
+    def doc_freqs(self, vault: str, tokens: Iterable[str]) -> tuple[dict[str, int], int]:
+        """How many of the vault's memories hold each token, and how many it holds."""
+        with self._lock:
+            rows = self._rows.in_vault(vault)
+            if rows is None:
+                return {}, 0
+            freqs = {token: self._postings_in(token, rows)[2] for token in tokens}
+            return freqs, self._totals(vault)[0]
+
+    def _totals(self, vault: str) -> tuple[int, int]:
+        """The vault's live rows, and the tokens they hold."""
+        code = self._rows.code_of(vault)
+        if code is None:
+            return 0, 0
+        return self._vault_rows.get(code, 0), self._vault_tokens.get(code, 0)
+
+    def _postings_in(
+        self, token: str | None, rows: npt.NDArray[np.bool_]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32], int]:
+        """The token's postings (positions, counts) among ``rows`` (a mask over positions),
+        and how many there are: O(the token's postings)."""
+        known = None if token is None else self._ids.get(token)
+        if known is None:
+            return _NO_POSITIONS, _NO_COUNTS, 0
+        positions, counts = self._postings[known]
+        at = np.frombuffer(positions, dtype=np.int32)
+        freq = np.frombuffer(counts, dtype=np.uint32)
+        mine = rows[at]
+        hits = int(np.count_nonzero(mine))
+        if hits == at.size:  # copies: a view left alive would stop the arrays from growing
+            return at.copy(), freq.copy(), hits
+        return at[mine], freq[mine], hits
+
     def search(
         self, vault: str, tokens: Sequence[str | None], k: int, where: SearchFilter
     ) -> list[tuple[int, float]]:
         """The ``k`` best (seq, BM25 score) of the vault's rows that pass the filter and hold
         any of the tokens, best first, ties by seq. ``tokens`` is one entry per query word
-        (None for a word without a token); a token given twice counts twice, as in FTS5."""
+        (None for a word without a token); a token given twice counts twice, as in FTS5.
+        The statistics are the vault's, whatever the filter."""
         with self._lock:
-            mask = self._rows.mask(vault, where)
-            rows = self._rows.live
-            if mask is None or rows == 0:
+            in_vault, (rows, total) = self._rows.in_vault(vault), self._totals(vault)
+            if in_vault is None or rows == 0:
                 return []
-            n = self._rows.size
-            scores = np.zeros(n, dtype=np.float64)
-            average = self._total / rows
-            for token in tokens:
-                known = None if token is None else self._ids.get(token)
-                if known is None or not self._doc_freq[known]:
-                    continue
-                hits = self._doc_freq[known]
-                idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-                if idf <= 0.0:
-                    idf = 1e-6
-                positions, counts = self._postings[known]
-                # copies: a view left alive would stop the arrays from growing
-                at = np.frombuffer(positions, dtype=np.int32).copy()
-                freq = np.frombuffer(counts, dtype=np.uint32).astype(np.float64)
-                size = self._length[at]
-                # FTS5's own expression and order of operations: the same doubles
-                k1, b = self.params.k1, self.params.b
-                denominator = freq + k1 * (1 - b + b * size / average)
-                scores[at] += idf * ((freq * (k1 + 1.0)) / denominator)
-            seqs = self._rows.columns["seq"][:n]
-            found = np.flatnonzero(mask & (scores > 0.0))
-            if found.size > k:  # keep the k best, and every row tied with the k-th
-                floor = np.partition(scores[found], found.size - k)[found.size - k]
-                found = found[scores[found] >= floor]
-            order = np.lexsort((seqs[found], -scores[found]))[:k]
-            best = found[order]
-            return list(zip(seqs[best].tolist(), scores[best].tolist(), strict=True))
+            scores = self._scores(in_vault, rows, total / rows, tokens)
+            return self._best(scores, self._rows.passing(in_vault, where), k)
+
+    def _scores(
+        self,
+        in_vault: npt.NDArray[np.bool_],
+        rows: int,
+        average: float,
+        tokens: Sequence[str | None],
+    ) -> npt.NDArray[np.float64]:
+        """BM25 over the vault's own statistics: ``rows`` live rows of ``average`` length."""
+        k1, b = self.params.k1, self.params.b
+        scores = np.zeros(self._rows.size, dtype=np.float64)
+        for token in tokens:
+            at, counts, hits = self._postings_in(token, in_vault)
+            if not hits:
+                continue
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            freq = counts.astype(np.float64)
+            size = self._length[at]
+            # FTS5's own expression and order of operations: the same doubles
+            denominator = freq + k1 * (1 - b + b * size / average)
+            scores[at] += idf * ((freq * (k1 + 1.0)) / denominator)
+        return scores
+
+    def _best(
+        self, scores: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_], k: int
+    ) -> list[tuple[int, float]]:
+        seqs = self._rows.columns["seq"][: self._rows.size]
+        found = np.flatnonzero(mask & (scores > 0.0))
+        if found.size > k:  # keep the k best, and every row tied with the k-th
+            floor = np.partition(scores[found], found.size - k)[found.size - k]
+            found = found[scores[found] >= floor]
+        order = np.lexsort((seqs[found], -scores[found]))[:k]
+        best = found[order]
+        return list(zip(seqs[best].tolist(), scores[best].tolist(), strict=True))
 
     @classmethod
     def bulk(
@@ -224,18 +260,23 @@ class LexicalIndex:
         n = max(table.size, 1)
         pairs, counts = np.unique(token_ids * n + where, return_counts=True)  # by token, then row
         token_of, position_of = pairs // n, pairs % n
+        lengths = np.bincount(where, minlength=table.size)
         index._length = np.zeros(table.capacity, dtype=np.float64)
-        index._length[: table.size] = np.bincount(where, minlength=table.size)
+        index._length[: table.size] = lengths
         bounds = np.searchsorted(token_of, np.arange(len(ids) + 1))
         positions32, counts32 = position_of.astype(np.int32), counts.astype(np.uint32)
         index._postings = [
             (array("i", positions32[a:b].tobytes()), array("I", counts32[a:b].tobytes()))
             for a, b in pairwise(bounds)
         ]
-        index._doc_freq = np.diff(bounds).tolist()
-        by_row = np.lexsort((token_of, position_of))
-        index._doc_tokens = array("i", token_of[by_row].astype(np.int32).tobytes())
-        per_row = np.bincount(position_of, minlength=table.size)
-        index._doc_start = array("q", np.concatenate([[0], np.cumsum(per_row)]).astype(np.int64))
-        index._total = int(token_ids.size)
+        codes = table.columns["vault"][: table.size]
+        tokens_by = np.bincount(codes, weights=lengths, minlength=0).astype(np.int64)
+        for code, size in enumerate(np.bincount(codes).tolist()):
+            if size:
+                index._vault_rows[code] = size
+                index._vault_tokens[code] = int(tokens_by[code])
         return index
+
+
+_NO_POSITIONS = np.zeros(0, dtype=np.int32)
+_NO_COUNTS = np.zeros(0, dtype=np.uint32)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from mcp_memoryrouter.vault.domain import ScoredMemory
 
@@ -11,25 +11,33 @@ MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-# BM25's IDF, log((N - n + 0.5) / (n + 0.5)), reaches zero when a term is in half of all
-# memories (FTS5 and our index floor it at 1e-6): such a term cannot rank anything, yet
-# searching it scores half the vault. Rarer terms still carry signal: pruning from 10% of
+# BM25's IDF, log((N - n + 0.5) / (n + 0.5)), reaches zero when a term is in half of the
+# vault's memories (FTS5 and our index floor it at 1e-6): such a term cannot rank anything,
+# yet searching it scores half the vault. Rarer terms still carry signal: pruning from 10% of
 # the memories instead cost 0.3-0.4 points on every LoCoMo figure of a consolidated vault on
 # SQLite, and 1.3 points of turn R@10 on PostgreSQL, whose ts_rank_cd has no IDF at all.
+# Every figure is the searched vault's own: another vault's memories never decide what is
+# searched here.
 COMMON_SHARE = 0.5
 PRUNE_FROM_ROWS = 1_000  # below this, scoring every match is cheap: keep every term
 
 
 def prune_common(terms: Sequence[str], doc_freq: dict[str, int], total: int) -> list[str]:
-    """Drop query terms that occur in more than half of all memories (no IDF left, yet each
-    one makes the store score half the index); keep the rarest when every term is common.
-    Terms the index does not know are kept."""
+    """Drop query terms that occur in more than half of the vault's ``total`` memories (no
+    IDF left, yet each one makes the store score half the vault); keep the rarest when every
+    term is common. Terms the index does not know are kept."""
     if total < PRUNE_FROM_ROWS:
         return list(terms)
     kept = [t for t in terms if doc_freq.get(t, 0) <= COMMON_SHARE * total]
     if kept or not terms:
         return kept
     return [min(terms, key=lambda t: doc_freq.get(t, 0))]
+
+
+def word_freqs(tokens: Mapping[str, Sequence[str]], doc_freq: Mapping[str, int]) -> dict[str, int]:
+    """Each word's document frequency from its tokens' (stems, lexemes): a word that splits
+    into several (``e-mail``) is as selective as its rarest. Words without one are left out."""
+    return {w: min(doc_freq.get(t, 0) for t in ts) for w, ts in tokens.items() if ts}
 
 
 def query_terms(query: str) -> list[str]:

@@ -123,14 +123,31 @@ class RowTable:
         n = self.size
         return np.flatnonzero(self.columns["alive"][:n] & (self.columns["vault"][:n] == code))
 
-    def mask(self, vault: str, where: SearchFilter) -> npt.NDArray[np.bool_] | None:
-        """Which of the first ``size`` positions are live rows of the vault passing the
-        filter; None when the vault has no row here."""
+    def code_of(self, vault: str) -> int | None:
+        """The small int the vault's rows carry in the ``vault`` column (None: no row yet)."""
+        return self._codes.get(vault)
+
+    def in_vault(self, vault: str) -> npt.NDArray[np.bool_] | None:
+        """Which of the first ``size`` positions are live rows of the vault; None when the
+        vault has no row here."""
         code = self._codes.get(vault)
         if code is None or self.size == 0:
             return None
         n, c = self.size, self.columns
         mask: npt.NDArray[np.bool_] = c["alive"][:n] & (c["vault"][:n] == code)
+        return mask
+
+    def mask(self, vault: str, where: SearchFilter) -> npt.NDArray[np.bool_] | None:
+        """Which of the first ``size`` positions are live rows of the vault passing the
+        filter; None when the vault has no row here."""
+        rows = self.in_vault(vault)
+        return None if rows is None else self.passing(rows, where)
+
+    def passing(self, rows: npt.NDArray[np.bool_], where: SearchFilter) -> npt.NDArray[np.bool_]:
+        """``rows`` (a mask over the first ``size`` positions) narrowed to the filter, as a
+        new mask."""
+        n, c = self.size, self.columns
+        mask = rows.copy()
         if where.tiers is not None:
             mask &= np.isin(c["tier"][:n], np.array(where.tiers, dtype=np.int8))
         if where.min_importance is not None:

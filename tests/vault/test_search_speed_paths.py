@@ -17,6 +17,7 @@ from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
 from mcp_memoryrouter.vault.lexical import FTS5_BM25
 from mcp_memoryrouter.vault.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from mcp_memoryrouter.vault.store.sqlite_lexical import TOKENIZE
 from mcp_memoryrouter.vault.vectors import VectorIndex
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
@@ -56,11 +57,12 @@ def fts5_ranking(
     store: SQLiteStore, vault_id: str, words: list[str], limit: int, where: SearchFilter
 ) -> list[tuple[int, float]]:
     """FTS5's own answer, (seq, score) best first: every match of the vault that passes the
-    filter, ranked by ``bm25()`` (the store's index must use :data:`FTS5_BM25` to agree)."""
+    filter, ranked by ``bm25()`` over a corpus of the vault's memories alone (ranking
+    statistics are the vault's own); the store's index must use :data:`FTS5_BM25` to agree."""
     sql = (
-        "SELECT m.seq, bm25(memories_fts) AS score FROM memories_fts "
-        "JOIN memories m ON m.seq = memories_fts.rowid "
-        "WHERE memories_fts MATCH ? AND m.vault_id = ?"
+        "SELECT m.seq, bm25(reference) AS score FROM temp.reference "
+        "JOIN main.memories m ON m.seq = reference.rowid "
+        "WHERE reference MATCH ? AND m.vault_id = ?"
     )
     params: list[object] = [" OR ".join(f'"{w}"' for w in words), vault_id]
     if where.tiers is not None:
@@ -76,7 +78,20 @@ def fts5_ranking(
         sql += " AND m.date_from <= ? AND m.date_to >= ?"
         params.extend((where.window[1], where.window[0]))
     with store._read() as conn:
-        rows = conn.execute(sql + " ORDER BY score, m.seq LIMIT ?", [*params, limit]).fetchall()
+        # the on-disk index's columns and tokenizer, filled with this vault's rows only
+        conn.execute(
+            "CREATE VIRTUAL TABLE temp.reference USING fts5 "
+            f"(content, dated, tokenize = '{TOKENIZE}')"
+        )
+        try:
+            conn.execute(
+                "INSERT INTO temp.reference (rowid, content, dated) "
+                "SELECT seq, content, dated FROM main.memories WHERE vault_id = ?",
+                (vault_id,),
+            )
+            rows = conn.execute(sql + " ORDER BY score, m.seq LIMIT ?", [*params, limit]).fetchall()
+        finally:
+            conn.execute("DROP TABLE temp.reference")
     return [(r[0], -r[1]) for r in rows]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 
-from mcp_memoryrouter.vault.retrieval import prune_common
+from mcp_memoryrouter.vault.retrieval import prune_common, word_freqs
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -55,9 +55,8 @@ class CommonTerms:
         lexemes = self._lexemes_of(conn, terms)
         words = [t for t in terms if lexemes[t]]
         share, rows = self._statistics(conn)
-        # A word that splits into several lexemes (``e-mail``) is as selective as its rarest.
-        doc_freq = {t: round(min(share.get(x, 0.0) for x in lexemes[t]) * rows) for t in words}
-        return prune_common(words, doc_freq, rows)
+        doc_freq = {x: round(share * rows) for x, share in share.items()}
+        return prune_common(words, word_freqs(lexemes, doc_freq), rows)
 
     def _lexemes_of(self, conn: Conn, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:
