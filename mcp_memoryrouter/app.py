@@ -49,6 +49,7 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.private import private_dir, private_file
 from mcp_memoryrouter.vault.app import create_vault_app
 
 INTERNAL_URL = "http://vault.internal"
@@ -94,9 +95,10 @@ def local_key(settings: Settings, vault_app: Starlette | None) -> str | None:
         return None
     path = Path(settings.data_dir) / "local.key"
     if path.exists():
+        private_file(path)
         return path.read_text(encoding="utf-8").strip()
     key, _ = vault_app.state.service.create_vault(name="local")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(key + "\n")
@@ -170,6 +172,7 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
             "MEMORYROUTER_AUTH=none serves one vault without authentication and only binds to "
             f"a loopback address, not {settings.host}"
         )
+    private_dir(settings.data_dir)  # 0700, whatever the umask (see private.py)
     vault_app = None if settings.api_url else create_vault_app(settings)
     try:
         return _serve(settings, vault_app, clock)

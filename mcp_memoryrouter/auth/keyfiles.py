@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from mcp_memoryrouter.private import FILE_MODE, new_private_dir, private_file
+
 
 def read_or_create(path: Path, make: Callable[[], bytes]) -> bytes:
     """The file's bytes; on first use ``make()`` them and write them readable by the owner only.
@@ -13,10 +15,11 @@ def read_or_create(path: Path, make: Callable[[], bytes]) -> bytes:
     ``O_EXCL`` makes two processes starting at once agree on one secret: the loser reads it.
     """
     if path.exists():
+        private_file(path)  # narrowed if an earlier version left it wider
         return path.read_bytes()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    new_private_dir(path.parent)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
         return path.read_bytes()
     data = make()

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_memoryrouter.private import new_private_dir, private_database
+
 AUTH_DB_FILE = "auth.sqlite3"
 
 SCHEMA = """
@@ -111,14 +113,14 @@ class AuthStore:
     """One connection behind a lock: the writes are tiny and rare."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        new_private_dir(path.parent)
+        private_database(path)  # before connecting: the WAL takes the file's mode
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.Lock()
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
-        path.chmod(0o600)
 
     def close(self) -> None:
         self._db.close()

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from mcp_memoryrouter import __version__
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.private import new_private_dir, private_dir
 from mcp_memoryrouter.vault.api import router
 from mcp_memoryrouter.vault.boundary import BodyLimit, install_error_handlers
 from mcp_memoryrouter.vault.embeddings import Embedder, Embedders, LocalMiniLM, OpenAICompatible
@@ -40,8 +41,9 @@ def open_store(settings: Settings, *, serving: bool = False) -> tuple[Store, str
         return store, "postgresql"
     if url and not url.startswith("sqlite:///"):
         raise ValueError(f"unsupported MEMORYROUTER_DATABASE_URL scheme: {url.split(':', 1)[0]}")
-    path = settings.sqlite_path
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    path = Path(settings.sqlite_path)
+    private_dir(settings.data_dir)
+    new_private_dir(path.parent)  # a database placed outside the data directory
     return SQLiteStore(path, serving=serving), "sqlite"
 
 

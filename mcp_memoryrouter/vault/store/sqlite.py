@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.private import private_database
 from mcp_memoryrouter.vault import counters
 from mcp_memoryrouter.vault.dating import date_words
 from mcp_memoryrouter.vault.domain import (
@@ -107,6 +108,7 @@ class SQLiteStore:
         the file against other serving processes (see :mod:`.sqlite_owner`)."""
         self._path = str(path)
         self._owner = sqlite_owner.claim(self._path) if serving else None
+        private_database(self._path)  # before connecting: the WAL takes the file's mode
         self._bm25 = bm25
         self._lock = threading.RLock()
         self._writer = _connect(self._path)

@@ -14,6 +14,8 @@ import fcntl
 import os
 from typing import IO
 
+from mcp_memoryrouter.private import open_private
+
 
 class StoreInUse(RuntimeError):
     """Another process serves this SQLite vault."""
@@ -30,7 +32,8 @@ class StoreInUse(RuntimeError):
 
 def claim(path: str) -> IO[str]:
     """Hold ``path``'s owner lock for as long as the returned file stays open."""
-    handle = open(f"{path}.owner", "a+", encoding="utf-8")  # noqa: SIM115 (held open)
+    fd = open_private(f"{path}.owner", os.O_RDWR | os.O_CREAT)
+    handle = open(fd, "r+", encoding="utf-8")  # noqa: SIM115 (held open)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
