@@ -263,7 +263,7 @@ class PostgresStore:
         )
 
         def work(conn: Conn) -> list[tuple[Any, ...]]:
-            words = self._common.searchable(conn, terms)
+            words = self._common.searchable(conn, vault_id, terms)
             if not words:
                 return []
             # Any of the words, like the SQLite store's query; websearch_to_tsquery never

@@ -1,14 +1,16 @@
 """Which query words are too common to search for, on PostgreSQL.
 
-A word in a large share of all memories (a name in a two-person conversation, "week" in a
-diary) barely changes the ranking, yet an OR-query with it makes ``ts_rank_cd`` score a
+A word in a large share of a vault's memories (a name in a two-person conversation, "week"
+in a diary) barely changes the ranking, yet an OR-query with it makes ``ts_rank_cd`` score a
 large share of the vault: at 100k memories one such word turned a 30 ms search into 200 ms.
 The SQLite store drops these words with the document frequencies of its own index
-(:func:`retrieval.prune_common`); here they come from the statistics ``ANALYZE`` keeps for
-the ``tsv`` column anyway (``pg_stats.most_common_elems``: every lexeme in more than a small
-share of the rows, with the share), so a search adds no scan. Autovacuum analyzes the table
-as it grows; the statistics are read again at most once a minute. Before the first
-``ANALYZE`` nothing is dropped, which is the behaviour without this module.
+(:func:`retrieval.prune_common`); here they come from the vault's own memories, never from
+the whole table (another vault's memories must not decide what this one searches, nor
+reveal what they hold): the vault's row count from its counters, and each lexeme's share of
+a sample of the vault's memories, its 2,000 most recent (all of them in a smaller vault,
+where the figures are exact). One grouped query over the sample (bounded whatever the vault
+size, and skipped for a vault too small to prune) is cached per vault for a minute.
+``ts_rank_cd`` itself reads no corpus statistics: it scores each memory on its own.
 """
 
 from __future__ import annotations
@@ -16,22 +18,32 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
-from mcp_memoryrouter.vault.retrieval import prune_common, word_freqs
+from mcp_memoryrouter.vault.retrieval import (
+    COMMON_SHARE,
+    PRUNE_FROM_ROWS,
+    prune_common,
+    word_freqs,
+)
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 STATS_TTL_S = 60.0
+SAMPLE_ROWS = 2_000
 _MAX_CACHED_WORDS = 50_000
+_MAX_CACHED_VAULTS = 10_000
 
-_STATS = (
-    "SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
-    "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = c.relnamespace::regnamespace::text "
-    "AND s.tablename = c.relname AND s.attname = 'tsv' "
-    "WHERE c.oid = 'memories'::regclass"
+_ROWS = "SELECT n1 + n2 + n3 FROM vaults WHERE id = %s"
+# Lexemes in a large share of the sample, with the number of sampled memories holding each
+# (a tsvector lists a lexeme once). memories_date serves the ORDER BY ... LIMIT.
+_SAMPLE = (
+    "SELECT u.lexeme, count(*) FROM (SELECT tsv FROM memories WHERE vault_id = %s "
+    "ORDER BY date_from DESC, seq DESC LIMIT %s) AS s, unnest(s.tsv) AS u "
+    "GROUP BY u.lexeme HAVING count(*) >= %s"
 )
 # The lexemes of each word under the configuration of the ``tsv`` column; a stop word has none.
 _LEXEMES = (
@@ -40,23 +52,30 @@ _LEXEMES = (
 )
 
 
+@dataclass(frozen=True)
+class _Statistics:
+    read_at: float
+    rows: int  # the vault's memories
+    doc_freq: dict[str, int]  # lexeme -> memories holding it (estimated from the sample)
+
+
 class CommonTerms:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, sample_rows: int = SAMPLE_ROWS
+    ) -> None:
         self._clock = clock
+        self._sample_rows = sample_rows
         self._lock = threading.Lock()
         self._lexemes: dict[str, tuple[str, ...]] = {}
-        self._share: dict[str, float] = {}
-        self._rows = 0
-        self._read_at: float | None = None
+        self._vaults: dict[str, _Statistics] = {}
 
-    def searchable(self, conn: Conn, terms: Sequence[str]) -> list[str]:
-        """``terms`` without stop words and without words too common to rank anything (all
-        but the rarest when every word is common), in their order."""
+    def searchable(self, conn: Conn, vault_id: str, terms: Sequence[str]) -> list[str]:
+        """``terms`` without stop words and without words too common in the vault to rank
+        anything (all but the rarest when every word is common), in their order."""
         lexemes = self._lexemes_of(conn, terms)
         words = [t for t in terms if lexemes[t]]
-        share, rows = self._statistics(conn)
-        doc_freq = {x: round(share * rows) for x, share in share.items()}
-        return prune_common(words, word_freqs(lexemes, doc_freq), rows)
+        stats = self._statistics(conn, vault_id)
+        return prune_common(words, word_freqs(lexemes, stats.doc_freq), stats.rows)
 
     def _lexemes_of(self, conn: Conn, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:
@@ -71,16 +90,24 @@ class CommonTerms:
             known.update(found)
         return known
 
-    def _statistics(self, conn: Conn) -> tuple[dict[str, float], int]:
+    def _statistics(self, conn: Conn, vault_id: str) -> _Statistics:
         now = self._clock()
         with self._lock:
-            if self._read_at is not None and now - self._read_at < STATS_TTL_S:
-                return self._share, self._rows
-        row = conn.execute(_STATS).fetchone()
-        rows, elems, freqs = row if row is not None else (0, None, None)
-        # Two or three summary figures (min, max, null share) follow the per-lexeme shares;
-        # zip stops at the last lexeme.
-        share = dict(zip(elems or [], freqs or [], strict=False))
+            cached = self._vaults.get(vault_id)
+        if cached is not None and now - cached.read_at < STATS_TTL_S:
+            return cached
+        row = conn.execute(_ROWS, (vault_id,)).fetchone()
+        rows = int(row[0]) if row is not None else 0
+        doc_freq: dict[str, int] = {}
+        if rows >= PRUNE_FROM_ROWS:
+            sampled = min(rows, self._sample_rows)
+            # only lexemes the rule could call common matter (half its share: a margin)
+            floor = max(1, int(COMMON_SHARE * sampled / 2))
+            found = conn.execute(_SAMPLE, (vault_id, sampled, floor)).fetchall()
+            doc_freq = {lexeme: round(count * rows / sampled) for lexeme, count in found}
+        stats = _Statistics(now, rows, doc_freq)
         with self._lock:
-            self._share, self._rows, self._read_at = share, max(int(rows), 0), now
-            return self._share, self._rows
+            if len(self._vaults) >= _MAX_CACHED_VAULTS:
+                self._vaults.clear()
+            self._vaults[vault_id] = stats
+        return stats
