@@ -1,0 +1,183 @@
+"""The README's public-HTTPS recipe, run for real: Debian's Caddy in front of a uvicorn
+server, with Caddy's internal certificate authority standing in for a public one. A client
+that trusts only that authority discovers the server, registers, signs in and calls a tool,
+all over TLS, and every URL the server hands out is the public https one.
+
+Skipped where /usr/bin/caddy is missing, unless MEMORYROUTER_TEST_CADDY=1 (CI), where a
+missing Caddy is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_memoryrouter.app import create_server
+from mcp_memoryrouter.config import Settings
+from tests.auth.conftest import Browser, serve
+from tests.auth.test_sdk_flow import Flow, ok
+
+CADDY = shutil.which("caddy") or "/usr/bin/caddy"
+REQUIRED = os.environ.get("MEMORYROUTER_TEST_CADDY", "").strip() == "1"
+START_SECONDS = 30
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        not REQUIRED and not Path(CADDY).exists(), reason="needs Caddy (apt-get install caddy)"
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Proxied:
+    public_url: str  # https://localhost:PORT, through Caddy
+    key: str
+    tls: ssl.SSLContext  # trusts Caddy's internal authority only
+
+    @property
+    def mcp_url(self) -> str:
+        return self.public_url + "/mcp"
+
+
+def _caddyfile(tmp: Path, https_port: int, http_port: int, upstream: int) -> Path:
+    path = tmp / "Caddyfile"
+    path.write_text(
+        "{\n"
+        "\tadmin off\n"
+        "\tskip_install_trust\n"
+        f"\thttp_port {http_port}\n"
+        f"\thttps_port {https_port}\n"
+        f"\tstorage file_system {{\n\t\troot {tmp / 'caddy-data'}\n\t}}\n"
+        "}\n"
+        f"localhost:{https_port} {{\n"
+        "\ttls internal\n"
+        f"\treverse_proxy 127.0.0.1:{upstream}\n"
+        "}\n"
+    )
+    return path
+
+
+def _wait_for_authority(root: Path, proc: subprocess.Popen[bytes], log: Path) -> ssl.SSLContext:
+    deadline = time.monotonic() + START_SECONDS
+    while not root.exists():
+        assert proc.poll() is None, f"caddy exited: {log.read_text()[-2000:]}"
+        assert time.monotonic() < deadline, f"caddy made no authority: {log.read_text()[-2000:]}"
+        time.sleep(0.1)
+    return ssl.create_default_context(cafile=str(root))
+
+
+@pytest.fixture
+def proxied(tmp_path: Path) -> Iterator[Proxied]:
+    if not Path(CADDY).exists():
+        pytest.fail("MEMORYROUTER_TEST_CADDY=1 but Caddy is not installed")
+    https_port, http_port = _free_port(), _free_port()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    upstream = sock.getsockname()[1]
+    public_url = f"https://localhost:{https_port}"
+    config = Settings(data_dir=tmp_path / "data", embeddings="none", public_url=public_url)
+    server = create_server(config)
+    assert server.vault_app is not None
+    key, _ = server.vault_app.state.service.create_vault(name="tls")
+    log = tmp_path / "caddy.log"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    with serve(server.app, sock), log.open("wb") as out:
+        caddyfile = _caddyfile(tmp_path, https_port, http_port, upstream)
+        proc = subprocess.Popen(
+            [CADDY, "run", "--config", str(caddyfile), "--adapter", "caddyfile"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:
+            root = tmp_path / "caddy-data" / "pki" / "authorities" / "local" / "root.crt"
+            tls = _wait_for_authority(root, proc, log)
+            _wait_for_tls(public_url, tls)
+            yield Proxied(public_url, key, tls)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=START_SECONDS)
+
+
+def _wait_for_tls(url: str, tls: ssl.SSLContext) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while True:
+        try:
+            httpx2.get(url + "/healthz", verify=tls, timeout=2).raise_for_status()
+            return
+        except (httpx2.TransportError, httpx2.HTTPStatusError):
+            assert time.monotonic() < deadline, "caddy did not serve TLS in time"
+            time.sleep(0.2)
+
+
+class TlsFlow(Flow):
+    """The SDK's OAuth client, through a client that trusts only Caddy's authority."""
+
+    def __init__(self, server: Proxied, browser: Browser) -> None:
+        super().__init__(server, browser)  # type: ignore[arg-type]
+        self.tls = server.tls
+
+    @asynccontextmanager
+    async def client(self, server: Proxied) -> AsyncIterator[Client]:  # type: ignore[override]
+        async with (
+            httpx2.AsyncClient(auth=self.provider, timeout=30, verify=self.tls) as http,
+            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+        ):
+            yield client
+
+
+async def test_discovery_names_the_public_https_urls_through_the_proxy(proxied: Proxied) -> None:
+    async with httpx2.AsyncClient(verify=proxied.tls, timeout=30) as http:
+        challenge = await http.post(proxied.public_url + "/mcp", json={})
+        assert challenge.status_code == 401
+        header = challenge.headers["www-authenticate"]
+        metadata_url = proxied.public_url + "/.well-known/oauth-protected-resource/mcp"
+        assert f'resource_metadata="{metadata_url}"' in header
+        resource = (await http.get(metadata_url)).json()
+        assert resource["resource"] == proxied.public_url + "/mcp"
+        issuer = resource["authorization_servers"][0].rstrip("/")
+        assert issuer == proxied.public_url
+        server = (await http.get(issuer + "/.well-known/oauth-authorization-server")).json()
+    for endpoint in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+        assert server[endpoint].startswith(proxied.public_url + "/")
+
+
+async def test_sign_in_and_a_tool_call_over_tls(proxied: Proxied) -> None:
+    browser = Browser(proxied.key, http=httpx2.AsyncClient(timeout=30, verify=proxied.tls))
+    flow = TlsFlow(proxied, browser)
+    try:
+        async with flow.client(proxied) as client:
+            stored = ok(await client.call_tool("store_memory", {"content": "stored over TLS"}))
+    finally:
+        await browser.aclose()
+    assert stored is not None
+    async with httpx2.AsyncClient(verify=proxied.tls, timeout=30) as http:
+        found = await http.post(
+            proxied.public_url + "/v1/memory/search",
+            json={"query": "stored over TLS"},
+            headers={"Authorization": f"Bearer {proxied.key}"},
+        )
+    assert [row["content"] for row in found.json()["memories"]] == ["stored over TLS"]
+    assert flow.callbacks[0]["iss"] == proxied.public_url
+    assert all(url.startswith(proxied.public_url + "/") for url in flow.authorize_urls)
