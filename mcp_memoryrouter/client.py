@@ -3,12 +3,20 @@
 One method per endpoint, wire models from :mod:`schemas`. The transport is injectable: the
 embedded server passes an in-process ASGI transport over the vault app, a remote deployment
 uses the network. Non-2xx answers raise the error of :mod:`errors` their envelope names.
+
+A 429 is retried, up to :data:`MAX_RETRIES` times, after the ``Retry-After`` it names (at
+most :data:`MAX_RETRY_AFTER` seconds each; the sleep is injectable), so long jobs (export,
+import, the consolidation loop) ride out a rate limit instead of failing half-way.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+import anyio
 import httpx2
 from pydantic import BaseModel
 
@@ -16,6 +24,9 @@ from mcp_memoryrouter import schemas
 from mcp_memoryrouter.errors import MemoryRouterError, TransportFailure, error_for
 
 M = TypeVar("M", bound=BaseModel)
+Sleep = Callable[[float], Awaitable[None]]
+MAX_RETRIES = 5
+MAX_RETRY_AFTER = 30.0  # seconds: a longer wait is capped, not trusted
 
 
 class VaultClient:
@@ -29,15 +40,17 @@ class VaultClient:
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: float = 30.0,
         http: httpx2.AsyncClient | None = None,
+        sleep: Sleep = anyio.sleep,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._key = key
+        self._sleep = sleep
         self._http = http or httpx2.AsyncClient(
             base_url=self.base_url, transport=transport, timeout=timeout
         )
 
     def with_key(self, key: str) -> VaultClient:
-        return VaultClient(self.base_url, key, http=self._http)
+        return VaultClient(self.base_url, key, http=self._http, sleep=self._sleep)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -73,6 +86,13 @@ class VaultClient:
             "POST", "/v1/memory/import-reflections", body, schemas.ImportReflectionsResponse
         )
 
+    async def import_consolidated(
+        self, body: schemas.MarkConsolidatedRequest
+    ) -> schemas.MarkConsolidatedResponse:
+        return await self._call(
+            "POST", "/v1/memory/import-consolidated", body, schemas.MarkConsolidatedResponse
+        )
+
     async def inspect(self, body: schemas.InspectRequest) -> schemas.InspectResponse:
         return await self._call("POST", "/v1/memory/inspect", body, schemas.InspectResponse)
 
@@ -97,22 +117,65 @@ class VaultClient:
     async def health(self) -> schemas.Health:
         return await self._call("GET", "/healthz", None, schemas.Health)
 
+    async def export_lines(self) -> AsyncIterator[dict[str, Any]]:
+        """``GET /v1/memory/export``: the vault's NDJSON dump, one parsed line at a time."""
+        async with self._send("GET", "/v1/memory/export", None, stream=True) as response:
+            try:
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        parsed: dict[str, Any] = json.loads(line)
+                        yield parsed
+            except httpx2.HTTPError as exc:
+                raise self._unreachable(exc) from exc
+
     # --- plumbing ----------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, body: BaseModel | None, model: type[M]) -> M:
+        async with self._send(method, path, body) as response:
+            return model.model_validate(response.json())
+
+    @asynccontextmanager
+    async def _send(
+        self, method: str, path: str, body: BaseModel | None, *, stream: bool = False
+    ) -> AsyncIterator[httpx2.Response]:
+        """The 2xx response, after retrying 429s; any other error status raises."""
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         payload: Any = None
         if body is not None:
             payload = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-        try:
-            response = await self._http.request(method, path, json=payload, headers=headers)
-        except httpx2.HTTPError as exc:
-            raise TransportFailure(
-                f"cannot reach the vault at {self.base_url}: {type(exc).__name__}: {exc}"
-            ) from exc
-        if response.status_code >= 400:
-            raise _error_of(response)
-        return model.model_validate(response.json())
+        request = self._http.build_request(method, path, json=payload, headers=headers)
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                response = await self._http.send(request, stream=stream)
+            except httpx2.HTTPError as exc:
+                raise self._unreachable(exc) from exc
+            try:
+                if response.status_code == 429 and attempt < MAX_RETRIES:
+                    await self._sleep(retry_after(response))
+                    continue
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _error_of(response)
+                yield response
+                return
+            finally:
+                await response.aclose()
+        raise AssertionError("unreachable")
+
+    def _unreachable(self, exc: httpx2.HTTPError) -> TransportFailure:
+        return TransportFailure(
+            f"cannot reach the vault at {self.base_url}: {type(exc).__name__}: {exc}"
+        )
+
+
+def retry_after(response: httpx2.Response) -> float:
+    """The seconds a 429 asks to wait (RFC 9110 §10.2.3, delay-seconds form), capped at
+    :data:`MAX_RETRY_AFTER`; 1 s when absent or unreadable."""
+    try:
+        seconds = float(response.headers.get("retry-after", "1"))
+    except ValueError:
+        seconds = 1.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 def _error_of(response: httpx2.Response) -> MemoryRouterError:

@@ -164,6 +164,16 @@ class ImportReflectionsRequest(_Request):
     entries: list[EntryIn]
     source_ids: Annotated[list[StrictStr], Field(max_length=10_000)] = []
     covers: CoversIn | None = None
+    # sources the exported reflections had lost: inspect keeps counting them as deleted
+    sources_deleted: Annotated[StrictInt, Field(ge=0, le=10_000)] = 0
+
+
+class MarkConsolidatedRequest(_Request):
+    """Restore the consolidated flag of memories an export marked so (an import)."""
+
+    ids: Annotated[
+        list[Annotated[StrictStr, Field(max_length=200)]], Field(min_length=1, max_length=500)
+    ]
 
 
 class InspectRequest(_Request):
@@ -410,6 +420,11 @@ class UsageResponse(BaseModel):
 class KeyCreated(BaseModel):
     id: str
     key: str
+class MarkConsolidatedResponse(BaseModel):
+    marked: int
+    reflection: Reflection
+
+
     name: str
     read_only: bool
     created_at: str

@@ -6,8 +6,15 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound, TransportFailure
+from mcp_memoryrouter.client import MAX_RETRIES, VaultClient
+from mcp_memoryrouter.errors import (
+    InvalidRequest,
+    LeaseExpired,
+    MemoryRouterError,
+    NotFound,
+    RateLimited,
+    TransportFailure,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -75,4 +82,70 @@ async def test_requests_carry_the_key_and_the_wire_names() -> None:
     assert page.truncated is False
     assert seen[0].headers["authorization"] == "Bearer mk_other"
     assert seen[0].read() == b'{"from":"2026-01-01","order":"newest_first"}'
+    await client.aclose()
+
+
+class Throttled:
+    """Answers 429 with ``Retry-After`` for the first ``times`` requests, then ``then``."""
+
+    def __init__(self, times: int, retry_after: list[str], then: httpx2.Response) -> None:
+        self.times = times
+        self.retry_after = retry_after
+        self.then = then
+        self.requests: list[httpx2.Request] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if len(self.requests) <= self.times:
+            after = self.retry_after[(len(self.requests) - 1) % len(self.retry_after)]
+            body = {"error": {"code": "rate_limited", "message": "slow down", "details": {}}}
+            return httpx2.Response(429, json=body, headers={"Retry-After": after})
+        return self.then
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+async def test_a_429_is_retried_after_its_retry_after_capped_at_30_seconds() -> None:
+    body = {"vault": "vr_x", "read_only": False, "mode": "full"}
+    server = Throttled(3, ["2", "120", "soon"], httpx2.Response(200, json=body))
+    sleeps = Sleeps()
+    client = VaultClient(
+        "http://vault", "mk_x", transport=httpx2.MockTransport(server), sleep=sleeps
+    )
+    info = await client.with_key("mk_y").key_info()
+    assert info.vault == "vr_x"
+    assert sleeps.waits == [2.0, 30.0, 1.0]
+    assert len(server.requests) == 4
+    assert {r.headers["authorization"] for r in server.requests} == {"Bearer mk_y"}
+    await client.aclose()
+
+
+async def test_a_post_is_sent_again_whole_after_a_429() -> None:
+    ok: dict[str, object] = {"memories": [], "reflection": None}
+    server = Throttled(1, ["1"], httpx2.Response(500, json=ok))
+    client = VaultClient(
+        "http://vault", "mk_x", transport=httpx2.MockTransport(server), sleep=Sleeps()
+    )
+    with pytest.raises(MemoryRouterError):
+        await client.search(schemas.SearchRequest(query="postgres"))
+    assert [r.read() for r in server.requests] == [b'{"query":"postgres","limit":10}'] * 2
+    await client.aclose()
+
+
+async def test_retries_are_bounded_then_the_429_is_raised() -> None:
+    server = Throttled(100, ["1"], httpx2.Response(200, json={}))
+    sleeps = Sleeps()
+    client = VaultClient(
+        "http://vault", "mk_x", transport=httpx2.MockTransport(server), sleep=sleeps
+    )
+    with pytest.raises(RateLimited):
+        await client.stats()
+    assert len(sleeps.waits) == MAX_RETRIES == 5
+    assert len(server.requests) == MAX_RETRIES + 1
     await client.aclose()

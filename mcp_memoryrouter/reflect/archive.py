@@ -4,13 +4,18 @@ A raw memory (tier 1, the default); only ``content`` is required, ``role`` defau
 ``user`` and an undated line is dated when it is received::
 
     {"id": "…", "tier": 1, "role": "user", "content": "…", "date": "2026-02-01T04:11:09.000Z",
-     "session_id": "…"}
+     "session_id": "…", "consolidated": true}
 
 A reflection (tier 2 or 3), with its coverage and the ``id`` of every source line one tier
 below in the same file::
 
     {"id": "…", "tier": 2, "content": "…", "importance": 7,
-     "covers": {"from": "…", "to": "…"}, "sources": ["…", "…"]}
+     "covers": {"from": "…", "to": "…"}, "sources": ["…", "…"], "sources_deleted": 1,
+     "consolidated": false}
+
+``consolidated`` (tiers 1 and 2) says the memory was consolidated even when no reflection
+in the file names it (its reflection was deleted); ``sources_deleted`` counts sources that
+were deleted before the export. Both are optional (files of earlier versions lack them).
 
 An ``id`` is a reference inside the file; import gives every memory a new one. Reflections
 with the same tier, sources and coverage were written by one batch, and are recreated
@@ -31,6 +36,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictInt,
     StrictStr,
     ValidationError,
     field_validator,
@@ -77,6 +84,8 @@ class ArchiveLine(BaseModel):
     importance: schemas.Importance | None = None
     covers: ArchiveCovers | None = None
     sources: list[StrictStr] | None = None
+    sources_deleted: Annotated[StrictInt, Field(ge=0, le=10_000)] | None = None
+    consolidated: StrictBool | None = None
 
     @field_validator("content")
     @classmethod
@@ -92,15 +101,18 @@ class ArchiveLine(BaseModel):
 
     @model_validator(mode="after")
     def _fields_of_the_tier(self) -> ArchiveLine:
+        if self.tier == 3 and self.consolidated:
+            raise ValueError("a tier 3 reflection is never consolidated")
         if self.tier == 1:
-            if any(v is not None for v in (self.importance, self.covers, self.sources)):
+            extra = (self.importance, self.covers, self.sources, self.sources_deleted)
+            if any(v is not None for v in extra):
                 raise ValueError("a tier 1 memory has no importance, covers or sources")
             return self
         if any(v is not None for v in (self.role, self.date, self.session_id)):
             raise ValueError("a reflection has covers instead of role, date or session_id")
         if self.importance is None:
             raise ValueError("a reflection needs an importance (an integer from 1 to 10)")
-        if not self.sources and self.covers is None:
+        if not self.sources and self.covers is None and not self.sources_deleted:
             raise ValueError("a reflection needs sources or covers")
         return self
 
@@ -127,6 +139,7 @@ class ReflectionGroup:
     sources: tuple[str, ...]
     covers: ArchiveCovers | None
     reflections: tuple[ArchivedReflection, ...]
+    sources_deleted: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,7 @@ class Archive:
     raw: tuple[Numbered, ...]
     groups: tuple[ReflectionGroup, ...]  # every tier 2 group before any tier 3 group
     referenced: frozenset[str]  # ids some reflection names as a source
+    to_mark: frozenset[int] = frozenset()  # lines consolidated, but named by no reflection
 
     @property
     def size(self) -> int:
@@ -150,10 +164,16 @@ def read_archive(lines: Iterable[str]) -> Archive:
             if earlier is not item:
                 raise _bad(item.number, f"id {item.line.id!r} is also on line {earlier.number}")
     groups = _groups([i for i in parsed if i.line.tier > 1], by_id)
+    referenced = frozenset(ref for group in groups for ref in group.sources)
     return Archive(
         raw=tuple(i for i in parsed if i.line.tier == 1),
         groups=groups,
-        referenced=frozenset(ref for group in groups for ref in group.sources),
+        referenced=referenced,
+        to_mark=frozenset(
+            i.number
+            for i in parsed
+            if i.line.consolidated and (i.line.id is None or i.line.id not in referenced)
+        ),
     )
 
 
@@ -169,7 +189,7 @@ def _parse(number: int, text: str) -> ArchiveLine:
 
 
 def _groups(reflections: list[Numbered], by_id: dict[str, Numbered]) -> tuple[ReflectionGroup, ...]:
-    grouped: dict[tuple[int, tuple[str, ...], ArchiveCovers | None], list[ArchivedReflection]]
+    grouped: dict[tuple[int, tuple[str, ...], ArchiveCovers | None, int], list[ArchivedReflection]]
     grouped = {}
     consolidated_by: dict[str, Numbered] = {}
     for item in reflections:
@@ -177,14 +197,14 @@ def _groups(reflections: list[Numbered], by_id: dict[str, Numbered]) -> tuple[Re
         if line.importance is None:  # the line model already refuses this
             raise _bad(item.number, "a reflection needs an importance")
         sources = tuple(sorted(set(line.sources or ())))
-        key = (line.tier, sources, line.covers)
+        key = (line.tier, sources, line.covers, line.sources_deleted or 0)
         if key not in grouped:
             _claim(item, sources, by_id, consolidated_by)
         reflection = ArchivedReflection(item.number, line.id, line.content, line.importance)
         grouped.setdefault(key, []).append(reflection)
     groups = [
-        ReflectionGroup(2 if tier == 2 else 3, sources, covers, tuple(items))
-        for (tier, sources, covers), items in grouped.items()
+        ReflectionGroup(2 if tier == 2 else 3, sources, covers, tuple(items), deleted)
+        for (tier, sources, covers, deleted), items in grouped.items()
     ]
     return tuple(sorted(groups, key=lambda group: group.tier))
 

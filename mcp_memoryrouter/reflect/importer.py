@@ -3,7 +3,10 @@
 Raw memories go through ``POST /v1/memory/ingest`` with their dates and roles, in requests
 of at most 500 messages (and well under the 1 MiB body limit). Reflections are then
 recreated tier by tier with ``POST /v1/memory/import-reflections``, one request per batch
-group, linked to the new ids of their sources and keeping their coverage.
+group, linked to the new ids of their sources and keeping their coverage (and as many
+deleted sources as the export counted). Last, memories the export marks consolidated
+that no reflection of the file names are marked so with
+``POST /v1/memory/import-consolidated``.
 
 The archive is checked as a whole (and every message against the request size) before
 the first request. A failure the server reports afterwards (an unreachable vault, sources
@@ -23,6 +26,7 @@ from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.reflect.archive import Archive, Numbered, ReflectionGroup
 
 MAX_MESSAGES_PER_REQUEST = 500
+MAX_MARK_IDS = 500
 MAX_REQUEST_BYTES = 768 * 1024
 
 
@@ -43,16 +47,33 @@ async def import_archive(
                 {"line": item.number},
             )
     report = ImportReport()
-    new_ids: dict[str, list[str]] = {}  # archive id -> the ids its memory has now
+    ids = _NewIds()
     for chunk in _chunks(archive.raw):
-        await _ingest(client, chunk, archive.referenced, new_ids, report)
+        await _ingest(client, chunk, archive, ids, report)
         if on_progress is not None:
             on_progress(len(chunk))
     for group in archive.groups:
-        await _recreate(client, group, new_ids, report)
+        await _recreate(client, group, ids, report)
         if on_progress is not None:
             on_progress(len(group.reflections))
+    marked = [memory_id for line in sorted(archive.to_mark) for memory_id in ids.by_line[line]]
+    for start in range(0, len(marked), MAX_MARK_IDS):
+        chunk_ids = marked[start : start + MAX_MARK_IDS]
+        await client.import_consolidated(schemas.MarkConsolidatedRequest(ids=chunk_ids))
     return report
+
+
+@dataclass
+class _NewIds:
+    """The ids the vault gave each memory of the file: by archive id and by line number."""
+
+    by_id: dict[str, list[str]] = field(default_factory=dict)
+    by_line: dict[int, list[str]] = field(default_factory=dict)
+
+    def add(self, number: int, archive_id: str | None, memory_ids: list[str]) -> None:
+        self.by_line[number] = memory_ids
+        if archive_id is not None:
+            self.by_id[archive_id] = memory_ids
 
 
 def _message(item: Numbered) -> schemas.MessageIn:
@@ -88,8 +109,8 @@ def _chunks(raw: Sequence[Numbered]) -> Iterator[list[Numbered]]:
 async def _ingest(
     client: VaultClient,
     chunk: list[Numbered],
-    referenced: frozenset[str],
-    new_ids: dict[str, list[str]],
+    archive: Archive,
+    ids: _NewIds,
     report: ImportReport,
 ) -> None:
     session = chunk[0].line.session_id
@@ -100,23 +121,24 @@ async def _ingest(
     report.duplicates += done.duplicates
     if len(done.ids) == len(chunk):
         for item, memory_id in zip(chunk, done.ids, strict=True):
-            if item.line.id is not None:
-                new_ids[item.line.id] = [memory_id]
+            ids.add(item.number, item.line.id, [memory_id])
         return
     # The vault split a long message into several units, so ids no longer line up with
-    # lines. Sending a referenced line again alone is a duplicate that answers its ids.
+    # lines. Sending a line again alone is a duplicate that answers its ids.
     for item in chunk:
-        if item.line.id is not None and item.line.id in referenced:
+        if item.number in archive.to_mark or (
+            item.line.id is not None and item.line.id in archive.referenced
+        ):
             again = await client.ingest(
                 schemas.IngestRequest(messages=[_message(item)], session_id=session)
             )
-            new_ids[item.line.id] = again.ids
+            ids.add(item.number, item.line.id, again.ids)
 
 
 async def _recreate(
     client: VaultClient,
     group: ReflectionGroup,
-    new_ids: dict[str, list[str]],
+    ids: _NewIds,
     report: ImportReport,
 ) -> None:
     covers = group.covers
@@ -126,11 +148,11 @@ async def _recreate(
             entries=[
                 schemas.EntryIn(text=r.text, importance=r.importance) for r in group.reflections
             ],
-            source_ids=[memory_id for ref in group.sources for memory_id in new_ids[ref]],
+            source_ids=[memory_id for ref in group.sources for memory_id in ids.by_id[ref]],
             covers=None if covers is None else schemas.CoversIn(from_=covers.from_, to=covers.to),
+            sources_deleted=group.sources_deleted,
         )
     )
     for reflection, created in zip(group.reflections, done.created, strict=True):
-        if reflection.id is not None:
-            new_ids[reflection.id] = [created.id]
+        ids.add(reflection.number, reflection.id, [created.id])
     report.reflections[group.tier] += len(done.created)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
 
 from mcp_memoryrouter import __version__, schemas
 from mcp_memoryrouter.errors import InvalidRequest
@@ -262,12 +266,47 @@ def import_reflections(
         )
     entries = [Entry(e.text, e.importance) for e in body.entries]
     created, counters = service.import_reflections(
-        access, body.tier, entries, body.source_ids, covers
+        access, body.tier, entries, body.source_ids, covers, body.sources_deleted
     )
     return schemas.ImportReflectionsResponse(
         created=[schemas.CreatedReflection(id=c.id, importance=c.importance) for c in created],
         reflection=render.reflection(counters),
     )
+
+
+@router.post(
+    "/v1/memory/import-consolidated",
+    response_model=schemas.MarkConsolidatedResponse,
+    tags=["reflect"],
+)
+def import_consolidated(
+    body: schemas.MarkConsolidatedRequest, access: Key, service: Service
+) -> schemas.MarkConsolidatedResponse:
+    """Mark raw memories and tier-2 reflections consolidated, as an export recorded them
+    (their reflection was deleted since). Used by ``mcp-memoryrouter import``."""
+    marked, counters = service.mark_consolidated(access, body.ids)
+    return schemas.MarkConsolidatedResponse(marked=marked, reflection=render.reflection(counters))
+
+
+@router.get(
+    "/v1/memory/export",
+    tags=["memory"],
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-ndjson": {}}}},
+)
+def export(access: Key, service: Service) -> StreamingResponse:
+    """The whole vault as NDJSON, one memory a line, every tier with its lineage, session
+    ids and consolidated flags (docs/backup.md); streamed, read from the store in pages."""
+    lines = service.export(access)
+    first = next(lines, None)  # a refused key fails here, before the 200 is sent
+
+    def body() -> Iterator[bytes]:
+        if first is None:
+            return
+        for exported in itertools.chain([first], lines):
+            yield (json.dumps(render.export_line(exported), ensure_ascii=False) + "\n").encode()
+
+    return StreamingResponse(body(), media_type="application/x-ndjson")
 
 
 @router.post("/v1/memory/inspect", response_model=schemas.InspectResponse, tags=["memory"])

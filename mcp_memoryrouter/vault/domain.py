@@ -77,6 +77,17 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class ExportedMemory:
+    """One memory as a backup holds it: with whether it was consolidated, and for a
+    reflection the ids of its sources still present and how many were deleted since."""
+
+    memory: Memory
+    consolidated: bool
+    sources: tuple[str, ...] = ()
+    sources_deleted: int = 0
+
+
+@dataclass(frozen=True)
 class NewRaw:
     """One raw memory about to be ingested (a whole message or one unit of it)."""
 

@@ -11,6 +11,7 @@ from mcp_memoryrouter.vault.domain import (
     Batch,
     Counters,
     EmptyCheckout,
+    ExportedMemory,
     KeyRecord,
     Lineage,
     Memory,
@@ -177,3 +178,32 @@ def key(record: KeyRecord) -> schemas.KeyListed:
         created_at=format_ms(record.created_ms),
         last_used_at=None if last is None else format_ms(last),
     )
+
+
+def export_line(exported: ExportedMemory) -> dict[str, object]:
+    """One line of ``GET /v1/memory/export`` (the format of docs/backup.md)."""
+    m = exported.memory
+    if m.tier == 1:
+        line: dict[str, object] = {
+            "id": m.id,
+            "tier": 1,
+            "role": m.role,
+            "content": m.content,
+            "date": format_ms(m.date_from),
+        }
+        if m.session_id is not None:
+            line["session_id"] = m.session_id
+    else:
+        line = {
+            "id": m.id,
+            "tier": m.tier,
+            "content": m.content,
+            "importance": m.importance,
+            "covers": {"from": format_ms(m.date_from), "to": format_ms(m.date_to)},
+            "sources": list(exported.sources),
+        }
+        if exported.sources_deleted:
+            line["sources_deleted"] = exported.sources_deleted
+    if m.tier < 3:
+        line["consolidated"] = exported.consolidated
+    return line

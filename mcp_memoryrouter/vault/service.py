@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -19,6 +19,7 @@ from mcp_memoryrouter.vault.domain import (
     DeleteOutcome,
     EmptyCheckout,
     Entry,
+    ExportedMemory,
     KeyRecord,
     Lineage,
     NewRaw,
@@ -46,6 +47,7 @@ from mcp_memoryrouter.vault.window import Order
 Clock = Callable[[], int]
 INSPECT_PAGE = 500
 MAX_DELETE_IDS = 500
+EXPORT_PAGE = 500  # memories per store read while an export streams
 DATE_QUERY_CANDIDATES = 250
 CANDIDATES = 150  # per retrieval path, before fusion
 
@@ -314,6 +316,7 @@ class VaultService:
         entries: Sequence[Entry],
         source_ids: Sequence[str],
         covers: tuple[int, int] | None,
+        sources_deleted: int = 0,
     ) -> tuple[list[Created], Counters]:
         """Recreate exported reflections with their lineage (see ``mcp-memoryrouter import``)."""
         access.require_full()
@@ -328,11 +331,32 @@ class VaultService:
             covers,
             self._clock(),
             self._model_id(None),
+            sources_deleted,
         )
         self._on_write()
         tokens = sum(est_tokens(e.text) for e in checked)
         self._meter(access, UsageEvent("import-reflections", "storage", tokens))
         return created, self._store.counters(access.vault_id)
+
+    def mark_consolidated(self, access: Access, ids: Sequence[str]) -> tuple[int, Counters]:
+        """Restore the consolidated flag of memories whose reflection is gone (an import)."""
+        access.require_full()
+        unique = list(dict.fromkeys(ids))
+        if not 1 <= len(unique) <= MAX_DELETE_IDS:
+            raise InvalidRequest(f"ids must hold 1 to {MAX_DELETE_IDS} ids", {"field": "ids"})
+        marked = self._store.mark_consolidated(access.vault_id, unique)
+        return marked, self._store.counters(access.vault_id)
+
+    def export(self, access: Access) -> Iterator[ExportedMemory]:
+        """Every memory of the vault in storage order, read page by page (never the whole
+        vault in memory at once)."""
+        access.require_read()
+        after = 0
+        while True:
+            page, after = self._store.export_page(access.vault_id, after, EXPORT_PAGE)
+            yield from page
+            if len(page) < EXPORT_PAGE:
+                return
 
     # --- lineage, deletion, stats ------------------------------------------------------
 

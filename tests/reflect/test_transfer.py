@@ -33,7 +33,10 @@ def records(path: Path) -> set[Hashable]:
                 line["content"],
                 line.get("role"),
                 line.get("date"),
+                line.get("session_id"),
                 line.get("importance"),
+                line.get("consolidated"),
+                line.get("sources_deleted", 0),
                 (covers.get("from"), covers.get("to")),
                 frozenset(record(source) for source in line.get("sources", [])),
             )
@@ -66,9 +69,17 @@ def test_export_wipe_import_reproduces_texts_dates_tiers_importance_and_lineage(
     tier2 = run(served, "reflect", "--tier", "2", "--max-batches", "2", *model, **env)
     assert tier2.exit_code == 0, tier2.output
     served.ingest(40, first=5000)  # raw memories nobody consolidated yet
-    with served.http() as http:  # sources deleted since: their reflections keep their coverage
+    with served.http() as http:
+        in_session = [{"content": f"Session note {i}.", "date": "2026-05-01"} for i in range(3)]
+        body = {"messages": in_session, "session_id": "s-7"}
+        assert http.post("/v1/memory/ingest", json=body).status_code == 202
+        # sources deleted since: their reflections keep their coverage and count them
         gone = {"ids": [*long_ids, raw_ids[7]]}
         assert http.post("/v1/memory/delete-ids", json=gone).status_code == 200
+        # a batch's reflections deleted since: its sources stay consolidated, named by none
+        source = http.post("/v1/memory/inspect", json={"memory_id": raw_ids[-1]}).json()
+        batch = [r["id"] for r in source["consolidated_into"]]
+        assert batch and http.post("/v1/memory/delete-ids", json={"ids": batch}).status_code == 200
     stats = served.stats()
     assert stats["tiers"]["3"]["count"] > 0 and len(long_ids) > 1
 
@@ -76,6 +87,12 @@ def test_export_wipe_import_reproduces_texts_dates_tiers_importance_and_lineage(
     exported = run(served, "export", "--output", str(first))
     assert exported.exit_code == 0, exported.output
     assert len(first.read_text().splitlines()) == stats["total_memories"]
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    named = {source for line in lines for source in line.get("sources", [])}
+    orphans = [x for x in lines if x["tier"] == 1 and x["consolidated"] and x["id"] not in named]
+    assert orphans  # consolidated by the deleted reflection
+    assert any(x.get("sources_deleted") for x in lines if x["tier"] == 2)
+    assert {x["session_id"] for x in lines if x.get("session_id")} == {"s-7"}
     with served.http() as http:
         assert http.delete("/v1/memory").status_code == 200
     assert served.stats()["total_memories"] == 0

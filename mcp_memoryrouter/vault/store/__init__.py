@@ -20,6 +20,7 @@ from mcp_memoryrouter.vault.domain import (
     DeleteOutcome,
     EmptyCheckout,
     Entry,
+    ExportedMemory,
     KeyRecord,
     Lineage,
     NewRaw,
@@ -116,8 +117,21 @@ class Store(Protocol):
         covers: tuple[int, int] | None,
         now_ms: int,
         embed_model: str | None,
+        sources_deleted: int = 0,
     ) -> list[Created]:
-        """Create reflections at ``tier`` linked to sources one tier below (an import)."""
+        """Create reflections at ``tier`` linked to sources one tier below (an import), and
+        to ``sources_deleted`` sources that no longer exist."""
+        ...
+
+    def export_page(
+        self, vault_id: str, after_seq: int, limit: int
+    ) -> tuple[list[ExportedMemory], int]:
+        """Up to ``limit`` memories stored after ``after_seq`` in storage order, and the
+        seq to continue after (see :mod:`.backup_rows`)."""
+        ...
+
+    def mark_consolidated(self, vault_id: str, ids: Sequence[str]) -> int:
+        """Mark these raw memories and tier-2 reflections consolidated (a restore)."""
         ...
 
     def links(

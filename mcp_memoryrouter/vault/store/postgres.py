@@ -30,6 +30,7 @@ from mcp_memoryrouter.vault.domain import (
     DeleteOutcome,
     EmptyCheckout,
     Entry,
+    ExportedMemory,
     KeyRecord,
     Lineage,
     NewRaw,
@@ -43,6 +44,7 @@ from mcp_memoryrouter.vault.domain import (
     UsageLine,
 )
 from mcp_memoryrouter.vault.store import (
+    backup_rows,
     postgres_delete,
     postgres_lexical,
     postgres_reflect,
@@ -321,12 +323,24 @@ class PostgresStore:
         covers: tuple[int, int] | None,
         now_ms: int,
         embed_model: str | None,
+        sources_deleted: int = 0,
     ) -> list[Created]:
-        return self._run(
-            lambda c: postgres_reflect.import_reflections(
-                c, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
+        def work(conn: Conn) -> list[Created]:
+            created = postgres_reflect.import_reflections(
+                conn, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
             )
-        )
+            backup_rows.link_deleted_sources(conn, "%s", vault_id, created, sources_deleted)
+            return created
+
+        return self._run(work)
+
+    def export_page(
+        self, vault_id: str, after_seq: int, limit: int
+    ) -> tuple[list[ExportedMemory], int]:
+        return self._run(lambda c: backup_rows.export_page(c, "%s", vault_id, after_seq, limit))
+
+    def mark_consolidated(self, vault_id: str, ids: Sequence[str]) -> int:
+        return self._run(lambda c: backup_rows.mark_consolidated(c, "%s", vault_id, ids))
 
     def links(
         self, vault_id: str, parents: Sequence[str], sources: Sequence[str]

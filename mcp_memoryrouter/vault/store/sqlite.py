@@ -32,6 +32,7 @@ from mcp_memoryrouter.vault.domain import (
     DeleteOutcome,
     EmptyCheckout,
     Entry,
+    ExportedMemory,
     KeyRecord,
     Lineage,
     NewRaw,
@@ -367,11 +368,24 @@ class SQLiteStore:
         covers: tuple[int, int] | None,
         now_ms: int,
         embed_model: str | None,
+        sources_deleted: int = 0,
     ) -> list[Created]:
         with self._write() as conn:
-            return sqlite_reflect.import_reflections(
+            created = sqlite_reflect.import_reflections(
                 conn, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
             )
+            backup_rows.link_deleted_sources(conn, "?", vault_id, created, sources_deleted)
+            return created
+
+    def export_page(
+        self, vault_id: str, after_seq: int, limit: int
+    ) -> tuple[list[ExportedMemory], int]:
+        with self._read() as conn:
+            return backup_rows.export_page(conn, "?", vault_id, after_seq, limit)
+
+    def mark_consolidated(self, vault_id: str, ids: Sequence[str]) -> int:
+        with self._write() as conn:
+            return backup_rows.mark_consolidated(conn, "?", vault_id, ids)
 
     def links(
         self, vault_id: str, parents: Sequence[str], sources: Sequence[str]
