@@ -96,7 +96,7 @@ class PrepareRequest(_Request):
     query: Annotated[StrictStr, Field(max_length=10_000)] | None = None
     session_id: SessionId | None = None
     density: Literal["low", "default", "high", "xhigh"] = "default"
-    context_limit: Annotated[StrictInt, Field(ge=0, le=50)] | None = None
+    context_limit: Annotated[StrictInt, Field(ge=1, le=50)] | None = None
     max_tokens: Annotated[StrictInt, Field(ge=1, le=200_000)] | None = None
     tiers: list[StrictInt] | None = None
     importance: Importance | None = None

@@ -1,17 +1,24 @@
 """The embedding worker: vectors are computed off the request path, in batches, from the
 persisted queue. A crash loses nothing: queued rows stay queued until their vectors are
-stored, and rows not yet embedded are still found lexically."""
+stored, and rows not yet embedded are still found lexically.
+
+A small write (at most ``EMBED_BEFORE_ACK`` units) is embedded before the ingest answers, so
+the next search finds it by meaning: the rows and their queue entries commit first, the model
+runs outside the writer lock, then the vectors are stored and the entries cleared. A crash
+in between leaves the rows queued for the worker, as for any other write."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 
 from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.store import Store
 
 log = logging.getLogger("mcp_memoryrouter.vault.indexer")
 BATCH = 32
+EMBED_BEFORE_ACK = 16  # units a write may hold and still be embedded before it is answered
 IDLE_SECONDS = 5.0
 BACKOFF_SECONDS = 10.0
 
@@ -52,6 +59,19 @@ class EmbeddingWorker:
                 self._store.put_vectors(model, pending, vectors)
                 done += len(pending)
         return done
+
+    def embed_now(self, model: str, ids: Sequence[str]) -> None:
+        """Embed the queued rows among ``ids`` now; a failure leaves them to the worker."""
+        embedder = self._embedders.by_model_id(model)
+        if embedder is None:
+            return
+        try:
+            pending = self._store.take_embed_rows(model, ids)
+            if pending:
+                vectors = embedder.embed([p.text for p in pending])
+                self._store.put_vectors(model, pending, vectors)
+        except Exception as exc:  # the write stands; the worker embeds it later
+            log.error("embedding a write before answering failed: %s", type(exc).__name__)
 
     def drain(self) -> int:
         """Embed until the queue is empty (tests, benchmarks, the CLI)."""

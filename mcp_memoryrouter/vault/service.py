@@ -35,7 +35,7 @@ from mcp_memoryrouter.vault.domain import (
     new_memory_id,
 )
 from mcp_memoryrouter.vault.embeddings import Embedders
-from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
 from mcp_memoryrouter.vault.keyring import Keyring
 from mcp_memoryrouter.vault.keys import Access
 from mcp_memoryrouter.vault.prepare import Budget, build_context
@@ -159,6 +159,8 @@ class VaultService:
         ids, stored, tokens = self._store.ingest(access.vault_id, rows, model)
         if stored:
             self._meter(access, UsageEvent("ingest", "storage", tokens, session_id))
+            if model is not None and self.worker is not None and len(rows) <= EMBED_BEFORE_ACK:
+                self.worker.embed_now(model, ids)  # read your own writes by meaning
             self._on_write()
         return IngestOutcome(ids, stored, len(rows) - stored, self._store.counters(access.vault_id))
 

@@ -148,6 +148,11 @@ class Store(Protocol):
 
     def take_embed_batch(self, model: str, limit: int) -> list[Pending]: ...
 
+    def take_embed_rows(self, model: str, ids: Sequence[str]) -> list[Pending]:
+        """The memories among ``ids`` still queued for ``model`` (an ingest embedding its
+        own few rows before it answers)."""
+        ...
+
     def put_vectors(
         self, model: str, pending: Sequence[Pending], vectors: npt.NDArray[np.float32]
     ) -> None: ...

@@ -360,6 +360,9 @@ class PostgresStore:
     def take_embed_batch(self, model: str, limit: int) -> list[Pending]:
         return self._run(lambda c: postgres_vectors.take(c, model, limit))
 
+    def take_embed_rows(self, model: str, ids: Sequence[str]) -> list[Pending]:
+        return self._run(lambda c: postgres_vectors.take(c, model, len(ids), ids))
+
     def put_vectors(
         self, model: str, pending: Sequence[Pending], vectors: npt.NDArray[np.float32]
     ) -> None:

@@ -51,20 +51,22 @@ def queued_models(conn: Conn) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT model FROM embed_queue").fetchall()]
 
 
-def take(conn: Conn, model: str, limit: int) -> list[Pending]:
-    """Claim up to ``limit`` queued rows no other worker holds, oldest first."""
+def take(conn: Conn, model: str, limit: int, ids: Sequence[str] = ()) -> list[Pending]:
+    """Claim up to ``limit`` queued rows no other worker holds, oldest first; only the
+    memories in ``ids`` when given."""
+    among = "AND seq IN (SELECT seq FROM memories WHERE id = ANY(%s)) " if ids else ""
     rows = conn.execute(
         f"WITH claimed AS (UPDATE embed_queue SET claimed_until = clock_timestamp() + {CLAIM} "
         "WHERE (model, seq) IN (SELECT model, seq FROM embed_queue WHERE model = %s "
         "AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) "
-        "ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING seq) "
+        f"{among}ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING seq) "
         "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
         "m.content, p.content FROM claimed q JOIN memories m ON m.seq = q.seq "
         # the turn just before, in the same conversation (see retrieval.NEIGHBOUR_GAP_MS)
         "LEFT JOIN memories p ON p.seq = m.seq - 1 AND p.vault_id = m.vault_id AND p.tier = 1 "
         "AND m.tier = 1 AND p.session_id IS NOT DISTINCT FROM m.session_id "
         "AND abs(p.date_from - m.date_from) <= %s ORDER BY m.seq",
-        (model, limit, NEIGHBOUR_GAP_MS),
+        (model, *([list(ids)] if ids else []), limit, NEIGHBOUR_GAP_MS),
     ).fetchall()
     return [Pending(IndexRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
 

@@ -407,6 +407,10 @@ class SQLiteStore:
         with self._read() as conn:
             return sqlite_vectors.take(conn, model, limit)
 
+    def take_embed_rows(self, model: str, ids: Sequence[str]) -> list[Pending]:
+        with self._read() as conn:
+            return sqlite_vectors.take(conn, model, len(ids), ids)
+
     def put_vectors(
         self, model: str, pending: Sequence[Pending], vectors: npt.NDArray[np.float32]
     ) -> None:

@@ -34,14 +34,18 @@ def queued_models(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT model FROM embed_queue")]
 
 
-def take(conn: sqlite3.Connection, model: str, limit: int) -> list[Pending]:
+def take(
+    conn: sqlite3.Connection, model: str, limit: int, ids: Sequence[str] = ()
+) -> list[Pending]:
+    """Queued rows for ``model``, oldest first; only the memories in ``ids`` when given."""
+    among = f"AND m.id IN ({', '.join('?' * len(ids))}) " if ids else ""
     rows = conn.execute(
         "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
         "m.content, p.content FROM embed_queue q JOIN memories m ON m.seq = q.seq "
         "LEFT JOIN memories p ON p.seq = m.seq - 1 AND p.vault_id = m.vault_id AND p.tier = 1 "
         "AND m.tier = 1 AND p.session_id IS m.session_id AND abs(p.date_from - m.date_from) <= ? "
-        "WHERE q.model = ? ORDER BY q.seq LIMIT ?",
-        (NEIGHBOUR_GAP_MS, model, limit),
+        f"WHERE q.model = ? {among}ORDER BY q.seq LIMIT ?",
+        (NEIGHBOUR_GAP_MS, model, *ids, limit),
     ).fetchall()
     return [Pending(IndexRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
 
