@@ -3,26 +3,43 @@ metadata documents (the client_id is an https URL of a JSON document describing 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import httpx2
 from mcp.server.auth.provider import RegistrationError
-from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
+from mcp.shared.auth import (
+    InvalidRedirectUriError,
+    OAuthClientInformationFull,
+    OAuthClientMetadataBase,
+)
 from pydantic import AnyUrl, ValidationError
 
+from mcp_memoryrouter.auth.addresses import (
+    Resolver,
+    allowed_address,
+    is_loopback_address,
+    literal_address,
+    system_resolver,
+    vetted_address,
+)
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # ChatGPT's callback carries a per-connector id that changes when a connector is recreated.
 CHATGPT_PREFIX = "https://chatgpt.com/connector/oauth/"
-FORBIDDEN_SCHEMES = {"javascript", "data", "file", "vbscript", "about", "blob"}
-DOCUMENT_LIMIT = 64 * 1024
+DOCUMENT_LIMIT = 64 * 1024  # bytes of one client ID metadata document
+DOCUMENT_SECONDS = 5.0  # to resolve, connect and download it, all told
 DOCUMENT_TTL = 300.0
+MAX_CLIENT_NAME = 200
+MAX_URI_LENGTH = 1024
+MAX_REDIRECT_URIS = 10
+UNUSED_CLIENT_SECONDS = 86_400  # a registration no one authorized with within a day is forgotten
+URI_FIELDS = ("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri")
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -62,22 +79,56 @@ class RegisteredClient(OAuthClientInformationFull):
         raise InvalidRedirectUriError("redirect_uri is not registered for this client")
 
 
+def redirect_uri_problem(uri: str) -> str | None:
+    """What is wrong with a redirect URI, or None: https anywhere, http on loopback only,
+    private-use schemes of the reverse-domain form for native apps (RFC 8252 §7.1); never a
+    fragment (RFC 6749 §3.1.2). Every other scheme is refused."""
+    if len(uri) > MAX_URI_LENGTH:
+        return f"is longer than {MAX_URI_LENGTH} characters"
+    try:
+        parts = urlsplit(uri)
+        host = parts.hostname
+    except ValueError:
+        return "is not a URL"
+    scheme = parts.scheme.lower()
+    if parts.fragment:
+        return "has a fragment"
+    if scheme == "https":
+        return None if host else "has no host"
+    if scheme == "http":
+        return None if is_loopback_host(host) else "is http off loopback (use https)"
+    if "." in scheme:
+        return None  # com.example.app:/callback
+    return "must be https, http on loopback, or a reverse-domain scheme like com.example.app"
+
+
 def check_redirect_uris(uris: list[str]) -> None:
-    """Registration: https anywhere, http on loopback only, private-use schemes for native
-    apps (RFC 8252 §7.1); never a fragment (RFC 6749 §3.1.2)."""
     if not uris:
         raise RegistrationError("invalid_redirect_uri", "at least one redirect_uri is required")
-    for uri in uris:
-        parts = urlsplit(uri)
-        scheme = parts.scheme.lower()
-        bad = (
-            parts.fragment
-            or scheme in FORBIDDEN_SCHEMES
-            or (scheme == "http" and not is_loopback_host(parts.hostname))
-            or (scheme == "https" and not parts.hostname)
+    if len(uris) > MAX_REDIRECT_URIS:
+        raise RegistrationError(
+            "invalid_redirect_uri", f"at most {MAX_REDIRECT_URIS} redirect_uris are allowed"
         )
-        if bad:
-            raise RegistrationError("invalid_redirect_uri", f"redirect_uri not allowed: {uri}")
+    for uri in uris:
+        problem = redirect_uri_problem(uri)
+        if problem:
+            raise RegistrationError("invalid_redirect_uri", f"redirect_uri {problem}: {uri[:80]}")
+
+
+def check_registration(info: OAuthClientMetadataBase, redirect_uris: list[str]) -> None:
+    """Field sizes (what is stored and shown on the consent page stays small), then the
+    redirect URIs."""
+    if info.client_name is not None and len(info.client_name) > MAX_CLIENT_NAME:
+        raise RegistrationError(
+            "invalid_client_metadata", f"client_name is longer than {MAX_CLIENT_NAME} characters"
+        )
+    for field in URI_FIELDS:
+        value = getattr(info, field)
+        if value is not None and len(str(value)) > MAX_URI_LENGTH:
+            raise RegistrationError(
+                "invalid_client_metadata", f"{field} is longer than {MAX_URI_LENGTH} characters"
+            )
+    check_redirect_uris(redirect_uris)
 
 
 def full_client(info: dict[str, Any]) -> RegisteredClient:
@@ -93,9 +144,12 @@ def is_metadata_url(client_id: str) -> bool:
 class MetadataDocuments:
     """Fetches and checks client ID metadata documents, cached for five minutes.
 
-    ``allow_loopback`` admits http://127.0.0.1 documents (a server on loopback is a development
-    server); otherwise the URL must be https on a host that is not an IP literal in a private,
-    loopback or link-local range (a cheap guard against requests into the local network).
+    The URL must be https on the default port, without credentials, on a host whose every
+    address is public (loopback, private, link-local, multicast, reserved and unspecified
+    addresses are refused in every spelling); the connection goes to the address that was
+    checked. ``allow_loopback`` (a server on loopback is a development server) also admits
+    loopback addresses, and http to them. One deadline covers the whole fetch and one size
+    cap the whole document.
     """
 
     def __init__(
@@ -104,26 +158,44 @@ class MetadataDocuments:
         *,
         allow_loopback: bool,
         clock: Callable[[], float] = time.time,
+        resolver: Resolver = system_resolver,
+        deadline: float = DOCUMENT_SECONDS,
+        size_limit: int = DOCUMENT_LIMIT,
     ) -> None:
         self._http = http
         self._allow_loopback = allow_loopback
         self._clock = clock
+        self._resolver = resolver
+        self._deadline = deadline
+        self._size_limit = size_limit
         self._cache: dict[str, tuple[float, RegisteredClient | None]] = {}
 
-    def acceptable(self, url: str) -> bool:
-        parts = urlsplit(url)
-        if parts.fragment or parts.username or parts.path in ("", "/"):
-            return False
-        host = parts.hostname or ""
-        if parts.scheme == "http":
-            return self._allow_loopback and is_loopback_host(host)
-        if parts.scheme != "https" or not host:
-            return False
+    def parse(self, url: str) -> httpx2.URL | None:
+        """The URL, if its shape is acceptable (before any address is looked at)."""
         try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return host != "localhost"
-        return self._allow_loopback or address.is_global
+            parsed = httpx2.URL(url)
+            port = parsed.port
+        except httpx2.InvalidURL:
+            return None
+        if parsed.fragment or parsed.userinfo or parsed.path in ("", "/") or not parsed.host:
+            return None
+        if parsed.scheme == "http":
+            return parsed if self._allow_loopback and (port or 80) <= 65_535 else None
+        if parsed.scheme != "https" or port is not None:  # https on its default port only
+            return None
+        if parsed.host == "localhost" and not self._allow_loopback:
+            return None
+        return parsed
+
+    def acceptable(self, url: str) -> bool:
+        """The URL's shape is acceptable and, when its host is an address literal, so is it."""
+        parsed = self.parse(url)
+        if parsed is None:
+            return False
+        literal = literal_address(parsed.host)
+        if parsed.scheme == "http":  # a name must then resolve to loopback only
+            return literal is None or is_loopback_address(literal)
+        return literal is None or allowed_address(literal, allow_loopback=self._allow_loopback)
 
     async def fetch(self, client_id: str) -> RegisteredClient | None:
         now = self._clock()
@@ -137,19 +209,49 @@ class MetadataDocuments:
         return client
 
     async def _download(self, url: str) -> bytes | None:
-        """The document's bytes: a 200 without redirects, at most DOCUMENT_LIMIT long."""
-        chunks: list[bytes] = []
-        try:
-            async with self._http.stream("GET", url, follow_redirects=False, timeout=5) as response:
-                if response.status_code != 200:
-                    return None
-                async for chunk in response.aiter_bytes():
-                    chunks.append(chunk)
-                    if sum(map(len, chunks)) > DOCUMENT_LIMIT:
-                        return None
-        except httpx2.HTTPError:
+        """The document's bytes: a 200 without redirects, within the deadline and the cap."""
+        with anyio.move_on_after(self._deadline):
+            try:
+                return await self._pinned_download(url)
+            except httpx2.HTTPError:
+                return None
+        return None
+
+    async def _pinned_download(self, url: str) -> bytes | None:
+        parsed = self.parse(url)
+        assert parsed is not None
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        address = await vetted_address(
+            parsed.host,
+            port,
+            self._resolver,
+            allow_loopback=self._allow_loopback,
+            loopback_only=parsed.scheme == "http",
+        )
+        if address is None:
             return None
-        return b"".join(chunks)
+        # Connect to the checked address; TLS (SNI, certificate) and Host name the host.
+        # No connection is reused: another host may share the address.
+        pinned = parsed.copy_with(host=str(address))
+        headers = {"Host": parsed.netloc.decode("ascii"), "Connection": "close"}
+        extensions = {"sni_hostname": parsed.host}
+        async with self._http.stream(
+            "GET", pinned, headers=headers, extensions=extensions, follow_redirects=False
+        ) as response:
+            if response.status_code != 200:
+                return None
+            return await self._capped(response)
+
+    async def _capped(self, response: httpx2.Response) -> bytes | None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._size_limit:
+            return None
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > self._size_limit:
+                return None
+        return bytes(body)
 
     async def _load(self, client_id: str) -> RegisteredClient | None:
         body = await self._download(client_id)
@@ -165,8 +267,7 @@ class MetadataDocuments:
         if document.get("token_endpoint_auth_method", "none") != "none":
             return None  # a document cannot carry a secret: public clients only
         try:
-            check_redirect_uris(uris)
-            return full_client(
+            client = full_client(
                 {
                     "client_id": client_id,
                     "client_name": document.get("client_name"),
@@ -178,5 +279,7 @@ class MetadataDocuments:
                     "token_endpoint_auth_method": "none",
                 }
             )
+            check_registration(client, uris)
+            return client
         except (RegistrationError, ValidationError):
             return None
