@@ -39,11 +39,12 @@ _MAX_CACHED_VAULTS = 10_000
 
 _ROWS = "SELECT n1 + n2 + n3 FROM vaults WHERE id = %s"
 # Lexemes in a large share of the sample, with the number of sampled memories holding each
-# (a tsvector lists a lexeme once). memories_date serves the ORDER BY ... LIMIT.
+# (a tsvector lists a lexeme once). memories_date serves the ORDER BY ... LIMIT. Over 2,000
+# memories this takes 10-20 ms; unnest(tsv), which also builds positions, took 40-55 ms.
 _SAMPLE = (
-    "SELECT u.lexeme, count(*) FROM (SELECT tsv FROM memories WHERE vault_id = %s "
-    "ORDER BY date_from DESC, seq DESC LIMIT %s) AS s, unnest(s.tsv) AS u "
-    "GROUP BY u.lexeme HAVING count(*) >= %s"
+    "SELECT u, count(*) FROM (SELECT tsv FROM memories WHERE vault_id = %s "
+    "ORDER BY date_from DESC, seq DESC LIMIT %s) AS s, unnest(tsvector_to_array(s.tsv)) AS u "
+    "GROUP BY u HAVING count(*) >= %s"
 )
 # The lexemes of each word under the configuration of the ``tsv`` column; a stop word has none.
 _LEXEMES = (
