@@ -417,14 +417,14 @@ class UsageResponse(BaseModel):
     by_session: dict[str, UsageBucket]
 
 
-class KeyCreated(BaseModel):
-    id: str
-    key: str
 class MarkConsolidatedResponse(BaseModel):
     marked: int
     reflection: Reflection
 
 
+class KeyCreated(BaseModel):
+    id: str
+    key: str
     name: str
     read_only: bool
     created_at: str
