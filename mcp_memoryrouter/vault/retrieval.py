@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from mcp_memoryrouter.vault.domain import ScoredMemory
 
@@ -32,12 +32,6 @@ def prune_common(terms: Sequence[str], doc_freq: dict[str, int], total: int) -> 
     if kept or not terms:
         return kept
     return [min(terms, key=lambda t: doc_freq.get(t, 0))]
-
-
-def word_freqs(tokens: Mapping[str, Sequence[str]], doc_freq: Mapping[str, int]) -> dict[str, int]:
-    """Each word's document frequency from its tokens' (stems, lexemes): a word that splits
-    into several (``e-mail``) is as selective as its rarest. Words without one are left out."""
-    return {w: min(doc_freq.get(t, 0) for t in ts) for w, ts in tokens.items() if ts}
 
 
 def query_terms(query: str) -> list[str]:

@@ -128,11 +128,11 @@ def test_a_word_in_most_of_a_vaults_memories_is_dropped_even_when_rare_elsewhere
 
 
 def test_a_word_common_in_another_vault_is_still_searched_in_this_one(store: AnyStore) -> None:
-    store.ingest("diary", rows("diary", 1_200, "day {i}"), None)
+    store.ingest("diary", rows("diary", 1_200, "note {i}"), None)
     store.ingest("diary", rows("diary-week", 40, "week {i} went well"), None)
     store.ingest("other", rows("other", 3_000, "week {i} of another life"), None)
     analyze(store)
-    # In the diary "day" is the common word and "week" the selective one, whatever the
+    # In the diary "note" is the common word and "week" the selective one, whatever the
     # other vault says.
-    found = store.search_lexical("diary", ["day", "week"], 50, SearchFilter())
+    found = store.search_lexical("diary", ["note", "week"], 50, SearchFilter())
     assert sorted(h.memory.id for h in found) == sorted(f"diary-week-{i}" for i in range(40))

@@ -23,12 +23,7 @@ from typing import Any
 
 import psycopg
 
-from mcp_memoryrouter.vault.retrieval import (
-    COMMON_SHARE,
-    PRUNE_FROM_ROWS,
-    prune_common,
-    word_freqs,
-)
+from mcp_memoryrouter.vault.retrieval import COMMON_SHARE, PRUNE_FROM_ROWS, prune_common
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -76,7 +71,9 @@ class CommonTerms:
         lexemes = self._lexemes_of(conn, terms)
         words = [t for t in terms if lexemes[t]]
         stats = self._statistics(conn, vault_id)
-        return prune_common(words, word_freqs(lexemes, stats.doc_freq), stats.rows)
+        # A word that splits into several lexemes (``e-mail``) is as selective as its rarest.
+        doc_freq = {t: min(stats.doc_freq.get(x, 0) for x in lexemes[t]) for t in words}
+        return prune_common(words, doc_freq, stats.rows)
 
     def _lexemes_of(self, conn: Conn, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:

@@ -46,7 +46,7 @@ from mcp_memoryrouter.vault.domain import (
     UsageLine,
 )
 from mcp_memoryrouter.vault.lexical import BM25, Bm25, LexicalIndex
-from mcp_memoryrouter.vault.retrieval import prune_common, word_freqs
+from mcp_memoryrouter.vault.retrieval import prune_common
 from mcp_memoryrouter.vault.store import (
     backup_rows,
     sqlite_lexical,
@@ -306,11 +306,10 @@ class SQLiteStore:
         if not terms:
             return []
         index = self._lexical_index()
+        kept = set(prune_common(terms, *index.doc_freqs(vault_id, terms)))  # the vault's own
+        words = [t for t in terms if t in kept]
         # A word FTS5 splits (``foo_bar``) counts as its tokens, as a hyphenated word does.
-        split = dict(zip(terms, self._query_tokens.words(terms), strict=True))
-        freqs, rows = index.doc_freqs(vault_id, {t for ts in split.values() for t in ts})
-        words = prune_common([w for w in terms if split[w]], word_freqs(split, freqs), rows)
-        tokens = [token for word in words for token in split[word]]
+        tokens = [token for split in self._query_tokens.words(words) for token in split]
         return self._rows_by_seq(vault_id, index.search(vault_id, tokens, limit, where))
 
     def _lexical_index(self) -> LexicalIndex:
