@@ -45,6 +45,7 @@ from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_route
 from mcp_memoryrouter.auth.provider import Lifetimes
 from mcp_memoryrouter.auth.resource import InBandChallenge, ScopeGate, SingleAuthorization
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy, load_policy
+from mcp_memoryrouter.auth.throttle import OAuthLimits
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
@@ -125,6 +126,11 @@ def embedded_oauth(
         vault=client,
         policy=policy,
         lifetimes=lifetimes,
+        limits=OAuthLimits(
+            settings.oauth_rate_limit_per_minute,
+            settings.oauth_register_per_minute,
+            settings.oauth_register_burst,
+        ),
         clock=clock,
     )
 

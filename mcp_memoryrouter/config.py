@@ -51,6 +51,11 @@ class Settings(BaseSettings):
     oauth: Literal["embedded", "external", "off"] = "embedded"
     oauth_access_token_seconds: int = Field(default=900, ge=30, le=86_400)
     oauth_refresh_token_seconds: int = Field(default=30 * 86_400, ge=60)
+    # per client address: requests a minute (bursts of as many) on /authorize, /token,
+    # /revoke, /register and the sign-in pages, and registrations a minute; 0 = off
+    oauth_rate_limit_per_minute: int = Field(default=60, ge=0)
+    oauth_register_per_minute: int = Field(default=2, ge=0)
+    oauth_register_burst: int = Field(default=10, ge=1)
     # oauth=external: the operator's identity provider issues the tokens
     oauth_issuer: str | None = None  # its issuer, exactly as its tokens carry it
     oauth_jwks_url: str | None = None

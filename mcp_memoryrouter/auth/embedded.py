@@ -34,6 +34,7 @@ from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
 from mcp_memoryrouter.auth.sealing import Sealer
 from mcp_memoryrouter.auth.signing import Signer
 from mcp_memoryrouter.auth.store import AUTH_DB_FILE, AuthStore
+from mcp_memoryrouter.auth.throttle import OAuthLimits, Throttle, throttled
 from mcp_memoryrouter.client import VaultClient
 
 # Paths answered with "Access-Control-Allow-Origin: *" (browser-based clients discover and
@@ -66,6 +67,7 @@ def build_embedded(
     lifetimes: Lifetimes = Lifetimes(),
     clock: Callable[[], float] = time.time,
     http: httpx2.AsyncClient | None = None,
+    limits: OAuthLimits | None = None,
 ) -> EmbeddedAuthServer:
     store = AuthStore(data_dir / AUTH_DB_FILE)
     signer = Signer.in_dir(data_dir)
@@ -136,4 +138,5 @@ def build_embedded(
         Route(CONSENT_PATH, endpoint=pages.consent, methods=["GET"]),
         Route(CONSENT_PATH, endpoint=pages.consent_post, methods=["POST"]),
     ]
+    routes = throttled(routes, Throttle(limits, lambda: int(clock() * 1000)))
     return EmbeddedAuthServer(issuer, provider, verifier, signer, store, routes, http)

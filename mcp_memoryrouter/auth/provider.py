@@ -30,9 +30,10 @@ from pydantic import AnyUrl
 
 from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier
 from mcp_memoryrouter.auth.clients import (
+    UNUSED_CLIENT_SECONDS,
     MetadataDocuments,
     RegisteredClient,
-    check_redirect_uris,
+    check_registration,
     full_client,
     is_metadata_url,
 )
@@ -98,9 +99,14 @@ class EmbeddedProvider:
         return None if info is None else full_client(info)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        check_redirect_uris([str(uri) for uri in client_info.redirect_uris or []])
+        check_registration(client_info, [str(uri) for uri in client_info.redirect_uris or []])
+        # Refresh tokens are always issued, so the response says so (ChatGPT refuses one whose
+        # grant_types lacks refresh_token while the metadata advertises it).
+        client_info.grant_types = list(dict.fromkeys([*client_info.grant_types, "refresh_token"]))
         info = full_client(client_info.model_dump(mode="json", exclude_none=True))
-        self.store.save_client(info.client_id or "", info.model_dump(mode="json"), self.clock())
+        now = self.clock()
+        self.store.forget_unused_clients(now - UNUSED_CLIENT_SECONDS)  # sweep on write
+        self.store.save_client(info.client_id or "", info.model_dump(mode="json"), now)
         client_info.scope = info.scope  # the registration response shows every scope
 
     # authorization ------------------------------------------------------------------------

@@ -145,6 +145,14 @@ class AuthStore:
         row = self._one("SELECT info FROM clients WHERE client_id = ?", client_id)
         return None if row is None else dict(json.loads(row["info"]))
 
+    def forget_unused_clients(self, registered_before: float) -> None:
+        """Delete registrations older than this that no grant was ever made for."""
+        self._run(
+            "DELETE FROM clients WHERE created_at <= ? AND NOT EXISTS "
+            "(SELECT 1 FROM grants WHERE grants.client_id = clients.client_id)",
+            registered_before,
+        )
+
     def delete_client(self, client_id: str) -> None:
         self._run("DELETE FROM clients WHERE client_id = ?", client_id)
         self._run("UPDATE grants SET revoked = 1 WHERE client_id = ?", client_id)

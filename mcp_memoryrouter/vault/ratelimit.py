@@ -11,65 +11,19 @@ none. Keys are never held in memory in the clear.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import send_json
 from mcp_memoryrouter.errors import InvalidRequest, RateLimited
+from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
 from mcp_memoryrouter.vault.keys import hash_key, split_mode
 from mcp_memoryrouter.vault.presented import presented_key
 
-MonotonicMs = Callable[[], int]
 # /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (cached
 # there for 30 s); throttling it would fail authentication itself, not the work. Neither
 # reads a vault, and a key's 256 random bits make guessing pointless at any rate.
 UNLIMITED_PATHS = frozenset({"/healthz", "/v1/keys/current"})
-MAX_BUCKETS = 10_000  # past this many callers, buckets that are full again are forgotten
-
-
-@dataclass
-class _Bucket:
-    tokens: float
-    at_ms: int
-
-
-class TokenBuckets:
-    """``take(caller)`` spends one token, answering None, or the seconds to wait."""
-
-    def __init__(
-        self, per_minute: int, burst: int, clock: MonotonicMs, *, max_buckets: int = MAX_BUCKETS
-    ) -> None:
-        if per_minute < 1 or burst < 1:
-            raise ValueError("per_minute and burst must be at least 1")
-        self.per_minute = per_minute
-        self.burst = burst
-        self._max_buckets = max_buckets
-        self._per_ms = per_minute / 60_000
-        self._clock = clock
-        self._buckets: dict[str, _Bucket] = {}
-
-    def take(self, caller: str) -> float | None:
-        now = self._clock()
-        bucket = self._buckets.get(caller)
-        if bucket is None:
-            self._forget_full(now)
-            bucket = self._buckets[caller] = _Bucket(float(self.burst), now)
-        elapsed = max(0, now - bucket.at_ms)  # a clock that steps back refills nothing
-        bucket.tokens = min(float(self.burst), bucket.tokens + elapsed * self._per_ms)
-        bucket.at_ms = now
-        if bucket.tokens >= 1:
-            bucket.tokens -= 1
-            return None
-        return (1 - bucket.tokens) / self._per_ms / 1000
-
-    def _forget_full(self, now: int) -> None:
-        if len(self._buckets) < self._max_buckets:
-            return
-        for caller, bucket in list(self._buckets.items()):
-            if bucket.tokens + (now - bucket.at_ms) * self._per_ms >= self.burst:
-                del self._buckets[caller]
 
 
 def caller_of(scope: Scope) -> str:
@@ -110,3 +64,6 @@ class RateLimit:
         )
         headers = [(b"retry-after", str(retry_after).encode())]
         await send_json(send, 429, error.envelope(), headers)
+
+
+__all__ = ["MonotonicMs", "RateLimit", "TokenBuckets", "caller_of"]

@@ -1,0 +1,159 @@
+"""Limits on the authorization server's endpoints, per client address.
+
+A request rate shared by /authorize, /token, /revoke, /register and the sign-in and consent
+pages; a stricter one for /register (each registration is stored); and a body size for every
+POST, checked before the body is parsed. Past a rate, OAuth endpoints answer 429 with an
+RFC 6749 error body and pages a small HTML page, both with ``Retry-After``; past the size,
+413. The client address is the ASGI client host: behind a reverse proxy, uvicorn's
+``--proxy-headers`` and ``--forwarded-allow-ips`` decide what it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
+
+GUARDED_PATHS = frozenset({"/authorize", "/token", "/revoke", "/register"})
+PAGES_PREFIX = "/oauth/"  # the sign-in and consent pages
+BODY_LIMIT = 16 * 1024  # bytes of a POST: registrations and forms are far smaller
+HTML_HEADERS = [
+    (b"content-type", b"text/html; charset=utf-8"),
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+@dataclass(frozen=True)
+class OAuthLimits:
+    """Requests a minute per address (bursts of as many), and registrations a minute per
+    address in bursts of ``register_burst``; 0 turns a limit off."""
+
+    per_minute: int
+    register_per_minute: int
+    register_burst: int
+
+
+def buckets(per_minute: int, burst: int, clock: MonotonicMs) -> TokenBuckets | None:
+    return TokenBuckets(per_minute, burst, clock) if per_minute else None
+
+
+async def answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    start: Message = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [*headers, (b"content-length", str(len(body)).encode())],
+    }
+    await send(start)
+    await send({"type": "http.response.body", "body": body})
+
+
+async def refuse(send: Send, status: int, message: str, *, page: bool, wait: int | None) -> None:
+    headers = [(b"cache-control", b"no-store")]
+    if wait is not None:
+        headers.append((b"retry-after", str(wait).encode()))
+    if page:
+        title = "Too many requests" if status == 429 else "Request too large"
+        html = f"<!doctype html><title>{title}</title><h1>{title}</h1><p>{message}</p>"
+        await answer(send, status, html.encode(), [*HTML_HEADERS, *headers])
+        return
+    # RFC 6749 §4.1.2.1 / §5.2 error shape
+    error = "temporarily_unavailable" if status == 429 else "invalid_request"
+    body = json.dumps({"error": error, "error_description": message}).encode()
+    await answer(send, status, body, [(b"content-type", b"application/json"), *headers])
+
+
+async def capped_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None as soon as it is (or says it will be) over ``limit``."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-length" and value.isdigit() and int(value) > limit:
+            return None
+    body = bytearray()
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return None
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return bytes(body)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then the client's next events."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+class Throttle:
+    def __init__(self, limits: OAuthLimits | None, clock: MonotonicMs) -> None:
+        self._all = buckets(limits.per_minute, limits.per_minute, clock) if limits else None
+        self._register = (
+            buckets(limits.register_per_minute, limits.register_burst, clock) if limits else None
+        )
+
+    def wait(self, scope: Scope, *, register: bool) -> int | None:
+        """Seconds until the caller may try again, or None to go ahead."""
+        client = scope.get("client")
+        caller = str(client[0]) if client else "unknown"
+        for limit in (self._all, self._register if register else None):
+            wait = limit.take(caller) if limit is not None else None
+            if wait is not None:
+                return max(1, math.ceil(wait))
+        return None
+
+
+class Guarded:
+    """An endpoint behind the rate limits and the body cap (``page``: refusals in HTML)."""
+
+    def __init__(self, app: ASGIApp, throttle: Throttle, *, page: bool, register: bool) -> None:
+        self.app = app
+        self._throttle = throttle
+        self._page = page
+        self._register = register
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] == "OPTIONS":  # CORS preflights
+            await self.app(scope, receive, send)
+            return
+        wait = self._throttle.wait(scope, register=self._register)
+        if wait is not None:
+            text = f"Too many requests from this address: retry after {wait} s."
+            await refuse(send, 429, text, page=self._page, wait=wait)
+            return
+        if scope["method"] == "POST":
+            body = await capped_body(scope, receive, BODY_LIMIT)
+            if body is None:
+                text = f"The request body is over {BODY_LIMIT} bytes: send less."
+                await refuse(send, 413, text, page=self._page, wait=None)
+                return
+            receive = replaying(body, receive)
+        await self.app(scope, receive, send)
+
+
+def throttled(routes: list[Route], throttle: Throttle) -> list[Route]:
+    """The routes, with every endpoint a client or browser posts to behind ``throttle``."""
+    guarded = []
+    for route in routes:
+        if route.path in GUARDED_PATHS or route.path.startswith(PAGES_PREFIX):
+            app = Guarded(
+                route.app,
+                throttle,
+                page=route.path.startswith(PAGES_PREFIX),
+                register=route.path == "/register",
+            )
+            route = Route(route.path, endpoint=app, methods=sorted(route.methods or ()))
+        guarded.append(route)
+    return guarded
