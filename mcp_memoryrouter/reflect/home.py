@@ -7,7 +7,9 @@ Every connector on the machine shares it::
     consolidate.state    {"last_completed": <unix seconds>}: the cooldown's reference
     consolidate.log      what automatic runs did and why they failed
 
-``MEMORYROUTER_HOME`` (or a constructor argument) points elsewhere, for tests.
+``MEMORYROUTER_HOME`` (or a constructor argument) points elsewhere, for tests. The directory
+is 0700 and every file written in it 0600, whatever the umask: the log names vaults and
+errors.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from mcp_memoryrouter.private import open_private, private_dir
 
 HOME_ENV = "MEMORYROUTER_HOME"
 LOG_ROTATE_BYTES = 1_048_576
@@ -78,9 +82,11 @@ class Home:
 
     def record_completed(self, when: float) -> None:
         """Replace the state file in one step, so a reader never sees half of it."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         temporary = self.state.with_name(f"{self.state.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"last_completed": when}), encoding="utf-8")
+        fd = open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(json.dumps({"last_completed": when}))
         os.replace(temporary, self.state)
 
 
@@ -94,10 +100,11 @@ class RunLog:
     def write(self, message: str) -> None:
         stamp = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self._path.parent)
             if self._path.exists() and self._path.stat().st_size > LOG_ROTATE_BYTES:
                 os.replace(self._path, self._path.with_name(self._path.name + ".1"))
-            with self._path.open("a", encoding="utf-8") as log:
+            fd = open_private(self._path, os.O_CREAT | os.O_WRONLY | os.O_APPEND)
+            with os.fdopen(fd, "a", encoding="utf-8") as log:
                 log.write(f"{stamp} pid={os.getpid()} {message}\n")
         except OSError:
             pass  # the log is best effort: a full disk must not reach the caller

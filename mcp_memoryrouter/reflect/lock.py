@@ -5,6 +5,8 @@ a timestamp. A lock older than 20 minutes is stale (its holder died or hung) and
 over. Taking over, refreshing and releasing an *existing* lock file happen under an
 ``flock`` on a side file, so two processes that both find the same stale lock cannot both
 end up holding it, and a slow holder cannot delete its successor's lock.
+
+The directory is 0700 and the lock and guard files 0600, whatever the umask.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+from mcp_memoryrouter.private import open_private, private_dir
 from mcp_memoryrouter.reflect.home import Clock
 
 STALE_AFTER_SECONDS = 20 * 60
@@ -38,7 +41,7 @@ class MachineLock:
 
     def acquire(self) -> bool:
         """True when this process now holds the lock (fresh, or taken over from a stale one)."""
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self._path.parent)
         if self._create():
             return True
         with self._guard():
@@ -72,7 +75,7 @@ class MachineLock:
     def _create(self) -> bool:
         content = self._stamp()
         try:
-            fd = os.open(self._path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = open_private(self._path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             return False
         with os.fdopen(fd, "w", encoding="utf-8") as file:
@@ -106,7 +109,8 @@ class MachineLock:
 
     @contextlib.contextmanager
     def _guard(self) -> Iterator[None]:
-        with self._guard_path.open("a") as guard:
+        fd = open_private(self._guard_path, os.O_CREAT | os.O_WRONLY | os.O_APPEND)
+        with os.fdopen(fd, "a") as guard:
             fcntl.flock(guard, fcntl.LOCK_EX)
             try:
                 yield

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from mcp_memoryrouter.reflect.home import Home, RunLog, default_home
 from mcp_memoryrouter.reflect.lock import MachineLock
@@ -84,3 +88,45 @@ def test_the_run_log_never_raises(tmp_path: Path) -> None:
     log = RunLog(tmp_path / "consolidate.log", Seconds())
     log.write("batch committed")
     assert (tmp_path / "consolidate.log").read_text().startswith("2026-01-01T00:00:00Z pid=")
+
+
+@pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_consolidation_directory_and_its_files_are_the_users_alone_whatever_the_umask(
+    tmp_path: Path, permissive_umask: None
+) -> None:
+    clock = Seconds()
+    home = Home(tmp_path / "home")
+    holder = MachineLock(home.lock, clock)
+    assert holder.acquire()
+    holder.refresh()
+    home.record_completed(clock())
+    RunLog(home.log, clock).write("batch committed")
+    assert mode(home.root) == 0o700
+    files = sorted(home.root.iterdir())
+    assert {path.name for path in files} >= {
+        "consolidate.lock",
+        "consolidate.lock.guard",
+        "consolidate.state",
+        "consolidate.log",
+    }
+    assert {path.name: mode(path) for path in files} == {path.name: 0o600 for path in files}
+
+
+def test_a_run_log_an_earlier_version_left_readable_is_narrowed(
+    tmp_path: Path, permissive_umask: None
+) -> None:
+    log = tmp_path / "consolidate.log"
+    log.write_text("")
+    log.chmod(0o644)
+    RunLog(log, Seconds()).write("batch committed")
+    assert mode(log) == 0o600
