@@ -53,9 +53,14 @@ def unmapped(address: IPAddress) -> IPAddress:
 
 
 def is_public(address: IPAddress) -> bool:
-    """Globally routable unicast: not loopback, private, link-local, multicast, reserved,
-    unspecified or shared (100.64/10)."""
+    """Globally routable unicast: not loopback, private, link-local, site-local, multicast,
+    reserved, unspecified or shared (100.64/10), nor 6to4 for any of those."""
     address = unmapped(address)
+    if isinstance(address, ipaddress.IPv6Address) and (
+        address.is_site_local  # deprecated, yet "global" to the ipaddress module
+        or (address.sixtofour is not None and not is_public(address.sixtofour))
+    ):
+        return False
     return address.is_global and not (
         address.is_multicast
         or address.is_reserved

@@ -64,7 +64,19 @@ async def test_loopback_in_any_spelling_is_never_fetched_by_a_public_server(host
 
 
 @pytest.mark.parametrize(
-    "address", ["127.0.0.1", "10.0.0.1", "::1", "169.254.169.254", "::ffff:10.0.0.1", "224.0.0.1"]
+    "address",
+    [
+        "127.0.0.1",
+        "10.0.0.1",
+        "::1",
+        "169.254.169.254",
+        "::ffff:10.0.0.1",
+        "224.0.0.1",
+        "100.64.0.1",
+        "fec0::1",
+        "2002:7f00:1::",
+        "fd00::1",
+    ],
 )
 async def test_a_name_resolving_to_a_local_address_is_never_fetched(address: str) -> None:
     recorder = Recorder()
