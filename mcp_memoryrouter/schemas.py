@@ -179,6 +179,8 @@ class MarkConsolidatedRequest(_Request):
 class InspectRequest(_Request):
     memory_id: Annotated[StrictStr, Field(min_length=1, max_length=200)]
     offset: Annotated[StrictInt, Field(ge=0)] = 0
+    # "similarity": sources most similar to the memory first, each with its score
+    order: Literal["date", "similarity"] = "date"
     session_id: SessionId | None = None
 
 
@@ -350,6 +352,7 @@ class LineageRow(BaseModel):
     importance: int | None
     date: str
     covers: Covers | None = Field(default=None, exclude_if=_omit_none)
+    score: float | None = Field(default=None, exclude_if=_omit_none)
 
 
 class InspectResponse(BaseModel):

@@ -313,7 +313,8 @@ def export(access: Key, service: Service) -> StreamingResponse:
 def inspect(
     body: schemas.InspectRequest, access: Key, service: Service, x_session_id: SessionHeader = None
 ) -> schemas.InspectResponse:
-    found = service.inspect(access, body.memory_id, body.offset, body.session_id or x_session_id)
+    session = body.session_id or x_session_id
+    found = service.inspect(access, body.memory_id, body.offset, session, body.order)
     return render.inspect(found, body.offset, INSPECT_PAGE)
 
 

@@ -186,6 +186,8 @@ class Lineage:
     sources_total: int = 0
     sources_deleted: int = 0
     consolidated_into: tuple[Memory, ...] = ()
+    # with sources ordered by similarity: each source's cosine to the memory (None: no vector)
+    scores: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def checkout(result: Batch | EmptyCheckout) -> schemas.CheckoutResponse:
     )
 
 
-def lineage_row(m: Memory) -> schemas.LineageRow:
+def lineage_row(m: Memory, score: float | None = None) -> schemas.LineageRow:
     return schemas.LineageRow(
         id=m.id,
         tier=m.tier,
@@ -90,6 +90,7 @@ def lineage_row(m: Memory) -> schemas.LineageRow:
         importance=m.importance,
         date=format_ms(m.date_from),
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
+        score=None if score is None else round(score, 4),
     )
 
 
@@ -108,7 +109,8 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
     if m.tier > 1:
         present = found.sources_total - found.sources_deleted
         truncated = offset + len(found.sources) < present
-        body.sources = [lineage_row(s) for s in found.sources]
+        scores = found.scores or (None,) * len(found.sources)
+        body.sources = [lineage_row(s, x) for s, x in zip(found.sources, scores, strict=True)]
         body.sources_total = found.sources_total
         body.sources_deleted = found.sources_deleted
         body.truncated = truncated

@@ -363,10 +363,18 @@ class VaultService:
     # --- lineage, deletion, stats ------------------------------------------------------
 
     def inspect(
-        self, access: Access, memory_id: str, offset: int, session_id: str | None
+        self,
+        access: Access,
+        memory_id: str,
+        offset: int,
+        session_id: str | None,
+        order: str = "date",
     ) -> Lineage:
         access.require_read()
-        found = self._store.lineage(access.vault_id, memory_id, offset, INSPECT_PAGE)
+        """A memory's sources (by date, or most similar first in the default vector space)
+        and the reflections built from it."""
+        similar_in = self._model_id(None) if order == "similarity" else None
+        found = self._store.lineage(access.vault_id, memory_id, offset, INSPECT_PAGE, similar_in)
         tokens = sum(m.tokens for m in (*found.sources, *found.consolidated_into))
         if tokens:
             self._meter(access, UsageEvent("inspect", "retrieval", tokens, session_id))

@@ -347,9 +347,13 @@ class PostgresStore:
     ) -> list[tuple[str, str]]:
         return self._run(lambda c: postgres_reflect.links(c, vault_id, parents, sources))
 
-    def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
+    def lineage(
+        self, vault_id: str, memory_id: str, offset: int, limit: int, similar_in: str | None
+    ) -> Lineage:
         return self._run(
-            lambda c: postgres_reflect.read_lineage(c, vault_id, memory_id, offset, limit)
+            lambda c: postgres_reflect.read_lineage(
+                c, vault_id, memory_id, offset, limit, similar_in
+            )
         )
 
     # --- vectors -----------------------------------------------------------------------

@@ -26,6 +26,7 @@ from mcp_memoryrouter.vault.domain import (
     EmptyCheckout,
     Entry,
     Lineage,
+    Memory,
     SourceTier,
     Tier,
     new_memory_id,
@@ -284,7 +285,36 @@ def links(
     return [(r[0], r[1]) for r in rows]
 
 
-def read_lineage(conn: Conn, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
+def _similar_sources(
+    conn: Conn, vault_id: str, memory_id: str, model: str, offset: int, limit: int
+) -> tuple[tuple[Memory, ...], tuple[float | None, ...]]:
+    """One page of sources, most similar to the memory in ``model``'s space first (cosine;
+    NULL for a source, or a memory, without a vector of that dimension)."""
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS}, CASE WHEN vector_dims(v.vec) = vector_dims(own.vec) "
+        "THEN 1 - (v.vec <=> own.vec) END AS score "
+        "FROM lineage l JOIN memories m ON m.id = l.child_id "
+        "LEFT JOIN vectors v ON v.seq = m.seq AND v.model = %s "
+        "LEFT JOIN (SELECT pv.vec FROM vectors pv JOIN memories p ON p.seq = pv.seq "
+        "WHERE p.id = %s AND p.vault_id = %s AND pv.model = %s) own ON true "
+        "WHERE l.parent_id = %s AND m.vault_id = %s "
+        "ORDER BY score DESC NULLS LAST, m.date_from, m.id LIMIT %s OFFSET %s",
+        (model, memory_id, vault_id, model, memory_id, vault_id, limit, offset),
+    ).fetchall()
+    return (
+        tuple(memory_from_row(r[:-1]) for r in rows),
+        tuple(None if r[-1] is None else float(r[-1]) for r in rows),
+    )
+
+
+def read_lineage(
+    conn: Conn,
+    vault_id: str,
+    memory_id: str,
+    offset: int,
+    limit: int,
+    similar_in: str | None = None,
+) -> Lineage:
     row = conn.execute(
         f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %s AND m.vault_id = %s",
         (memory_id, vault_id),
@@ -301,13 +331,18 @@ def read_lineage(conn: Conn, vault_id: str, memory_id: str, offset: int, limit: 
             (vault_id, memory_id),
         ).fetchone()
         total, present = (int(counts[0]), int(counts[1])) if counts else (0, 0)
-        sources = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.child_id "
-            "WHERE l.parent_id = %s AND m.vault_id = %s ORDER BY m.date_from, m.id "
-            "LIMIT %s OFFSET %s",
-            (memory_id, vault_id, limit, offset),
-        ).fetchall()
-        result = Lineage(memory, tuple(map(memory_from_row, sources)), total, total - present)
+        scores: tuple[float | None, ...] = ()
+        if similar_in is not None:
+            sources, scores = _similar_sources(conn, vault_id, memory_id, similar_in, offset, limit)
+        else:
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.child_id "
+                "WHERE l.parent_id = %s AND m.vault_id = %s ORDER BY m.date_from, m.id "
+                "LIMIT %s OFFSET %s",
+                (memory_id, vault_id, limit, offset),
+            ).fetchall()
+            sources = tuple(map(memory_from_row, rows))
+        result = Lineage(memory, sources, total, total - present, scores=scores)
     if memory.tier < 3:
         parents = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.parent_id "
@@ -320,5 +355,6 @@ def read_lineage(conn: Conn, vault_id: str, memory_id: str, offset: int, limit: 
             result.sources_total,
             result.sources_deleted,
             tuple(map(memory_from_row, parents)),
+            result.scores,
         )
     return result

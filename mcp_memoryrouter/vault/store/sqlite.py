@@ -392,9 +392,11 @@ class SQLiteStore:
         with self._read() as conn:
             return sqlite_reflect.links(conn, vault_id, parents, sources)
 
-    def lineage(self, vault_id: str, memory_id: str, offset: int, limit: int) -> Lineage:
+    def lineage(
+        self, vault_id: str, memory_id: str, offset: int, limit: int, similar_in: str | None
+    ) -> Lineage:
         with self._read() as conn:
-            return sqlite_reflect.read_lineage(conn, vault_id, memory_id, offset, limit)
+            return sqlite_reflect.read_lineage(conn, vault_id, memory_id, offset, limit, similar_in)
 
     # --- vectors -----------------------------------------------------------------------
 

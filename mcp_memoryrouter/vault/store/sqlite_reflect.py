@@ -7,6 +7,9 @@ import json
 import sqlite3
 from collections.abc import Generator, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
 from mcp_memoryrouter.vault import counters, leases, lineage, tiers
 from mcp_memoryrouter.vault.dating import date_words
@@ -18,6 +21,7 @@ from mcp_memoryrouter.vault.domain import (
     EmptyCheckout,
     Entry,
     Lineage,
+    Memory,
     SourceTier,
     Tier,
     new_memory_id,
@@ -262,8 +266,44 @@ def links(
     return [(r[0], r[1]) for r in rows]
 
 
+def _similar_sources(
+    conn: sqlite3.Connection, vault_id: str, memory: Memory, model: str, offset: int, limit: int
+) -> tuple[tuple[Memory, ...], tuple[float | None, ...]]:
+    """One page of sources, most similar to ``memory`` in ``model``'s space first."""
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS}, v.vec FROM lineage l JOIN memories m ON m.id = l.child_id "
+        "LEFT JOIN vectors v ON v.seq = m.seq AND v.model = ? "
+        "WHERE l.parent_id = ? AND m.vault_id = ?",
+        (model, memory.id, vault_id),
+    ).fetchall()
+    own = conn.execute(
+        "SELECT v.vec FROM vectors v JOIN memories m ON m.seq = v.seq "
+        "WHERE m.id = ? AND m.vault_id = ? AND v.model = ?",
+        (memory.id, vault_id, model),
+    ).fetchone()
+    target = None if own is None else np.frombuffer(own[0], dtype=np.float32)
+    scored = [(memory_from_row(r[:-1]), _cosine(target, r[-1])) for r in rows]
+    page = lineage.by_similarity(scored)[offset : offset + limit]
+    return tuple(m for m, _ in page), tuple(s for _, s in page)
+
+
+def _cosine(target: npt.NDArray[np.float32] | None, blob: bytes | None) -> float | None:
+    if target is None or blob is None:
+        return None
+    vector = np.frombuffer(blob, dtype=np.float32)
+    norms = float(np.linalg.norm(target) * np.linalg.norm(vector))
+    if vector.shape != target.shape or norms == 0.0:
+        return None
+    return float(np.dot(target, vector)) / norms
+
+
 def read_lineage(
-    conn: sqlite3.Connection, vault_id: str, memory_id: str, offset: int, limit: int
+    conn: sqlite3.Connection,
+    vault_id: str,
+    memory_id: str,
+    offset: int,
+    limit: int,
+    similar_in: str | None = None,
 ) -> Lineage:
     row = conn.execute(
         f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ? AND m.vault_id = ?",
@@ -282,13 +322,18 @@ def read_lineage(
             "WHERE l.parent_id = ? AND m.vault_id = ?",
             (memory_id, vault_id),
         ).fetchone()
-        sources = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.child_id "
-            "WHERE l.parent_id = ? AND m.vault_id = ? ORDER BY m.date_from, m.id "
-            "LIMIT ? OFFSET ?",
-            (memory_id, vault_id, limit, offset),
-        ).fetchall()
-        result = Lineage(memory, tuple(map(memory_from_row, sources)), total, total - present)
+        scores: tuple[float | None, ...] = ()
+        if similar_in is not None:
+            sources, scores = _similar_sources(conn, vault_id, memory, similar_in, offset, limit)
+        else:
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.child_id "
+                "WHERE l.parent_id = ? AND m.vault_id = ? ORDER BY m.date_from, m.id "
+                "LIMIT ? OFFSET ?",
+                (memory_id, vault_id, limit, offset),
+            ).fetchall()
+            sources = tuple(map(memory_from_row, rows))
+        result = Lineage(memory, sources, total, total - present, scores=scores)
     if memory.tier < 3:
         parents = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.parent_id "
@@ -301,5 +346,6 @@ def read_lineage(
             result.sources_total,
             result.sources_deleted,
             tuple(map(memory_from_row, parents)),
+            result.scores,
         )
     return result
