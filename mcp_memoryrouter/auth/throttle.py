@@ -22,6 +22,11 @@ from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
 GUARDED_PATHS = frozenset({"/authorize", "/token", "/revoke", "/register"})
 PAGES_PREFIX = "/oauth/"  # the sign-in and consent pages
 BODY_LIMIT = 16 * 1024  # bytes of a POST: registrations and forms are far smaller
+JSON_HEADERS = [
+    (b"content-type", b"application/json"),
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-expose-headers", b"Retry-After"),
+]
 HTML_HEADERS = [
     (b"content-type", b"text/html; charset=utf-8"),
     (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
@@ -62,10 +67,11 @@ async def refuse(send: Send, status: int, message: str, *, page: bool, wait: int
         html = f"<!doctype html><title>{title}</title><h1>{title}</h1><p>{message}</p>"
         await answer(send, status, html.encode(), [*HTML_HEADERS, *headers])
         return
-    # RFC 6749 §4.1.2.1 / §5.2 error shape
+    # RFC 6749 §4.1.2.1 / §5.2 error shape, readable by the browser-based clients the
+    # endpoints answer cross-origin (the refusal comes before their CORS wrapper)
     error = "temporarily_unavailable" if status == 429 else "invalid_request"
     body = json.dumps({"error": error, "error_description": message}).encode()
-    await answer(send, status, body, [(b"content-type", b"application/json"), *headers])
+    await answer(send, status, body, [*JSON_HEADERS, *headers])
 
 
 async def capped_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
