@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -349,16 +349,12 @@ class VaultService:
         marked = self._store.mark_consolidated(access.vault_id, unique)
         return marked, self._store.counters(access.vault_id)
 
-    def export(self, access: Access) -> Iterator[ExportedMemory]:
+    def export(self, access: Access) -> Generator[ExportedMemory]:
         """Every memory of the vault in storage order, read page by page (never the whole
-        vault in memory at once)."""
+        vault in memory at once), all in one snapshot: the vault as it was when the first
+        page was read, whatever is written while the export streams."""
         access.require_read()
-        after = 0
-        while True:
-            page, after = self._store.export_page(access.vault_id, after, EXPORT_PAGE)
-            yield from page
-            if len(page) < EXPORT_PAGE:
-                return
+        yield from self._store.export_rows(access.vault_id, EXPORT_PAGE)
 
     # --- lineage, deletion, stats ------------------------------------------------------
 

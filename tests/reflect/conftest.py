@@ -17,7 +17,7 @@ import pytest
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.models import CommandModel
 from tests.reflect.model_program import RECORD_SEPARATOR
-from tests.support import Vault, live_server, make_vault
+from tests.support import StoreFactory, Vault, live_server, make_vault
 
 PROGRAM = Path(__file__).with_name("model_program.py")
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -73,8 +73,9 @@ def moment(i: int, chars: int) -> str:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    vault = make_vault(tmp_path)
+def served(tmp_path: Path, new_store: StoreFactory) -> Iterator[Served]:
+    """On SQLite, unless the test module's ``store_backend`` says otherwise."""
+    vault = make_vault(tmp_path, store=new_store)
     with live_server(vault.app) as url:
         yield Served(vault, url)
     vault.http.close()

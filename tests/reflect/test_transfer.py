@@ -7,10 +7,20 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
+from tests import pg
 from tests.reflect.conftest import ModelProgram, Served
+
+
+# Every test here runs on SQLite, and on PostgreSQL when a server can be had (required in CI:
+# MEMORYROUTER_TEST_POSTGRES=1): backups run the same SQL on both stores.
+@pytest.fixture(params=pg.BACKENDS if pg.available() else ["sqlite"])
+def store_backend(request: pytest.FixtureRequest) -> str:
+    backend: str = request.param
+    return backend
 
 
 def run(served: Served, *args: str, **env: str) -> Result:

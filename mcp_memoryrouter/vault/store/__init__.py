@@ -6,7 +6,7 @@ stay pure in ``vault/``; a store only reads and writes rows atomically.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -123,11 +123,9 @@ class Store(Protocol):
         to ``sources_deleted`` sources that no longer exist."""
         ...
 
-    def export_page(
-        self, vault_id: str, after_seq: int, limit: int
-    ) -> tuple[list[ExportedMemory], int]:
-        """Up to ``limit`` memories stored after ``after_seq`` in storage order, and the
-        seq to continue after (see :mod:`.backup_rows`)."""
+    def export_rows(self, vault_id: str, limit: int) -> Iterator[ExportedMemory]:
+        """Every memory of the vault in storage order, read ``limit`` at a time in one read
+        snapshot that lasts until the iterator ends or is closed (see :mod:`.backup_rows`)."""
         ...
 
     def mark_consolidated(self, vault_id: str, ids: Sequence[str]) -> int:

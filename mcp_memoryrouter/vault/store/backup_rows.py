@@ -2,12 +2,15 @@
 pages in storage order, and marking restored memories consolidated.
 
 Each function runs inside the caller's transaction or read snapshot, on a DB-API style
-connection (``sqlite3`` or psycopg) whose ``execute`` takes ``mark`` placeholders.
+connection (``sqlite3`` or psycopg) whose ``execute`` takes ``mark`` placeholders. An
+export reads every page in one snapshot (:func:`export_all`): paging by ``seq`` across
+separate transactions would show writes made meanwhile, and on PostgreSQL could skip a
+row whose ``seq`` was drawn before a later one but committed after it was paged past.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from mcp_memoryrouter.vault import counters
@@ -67,6 +70,17 @@ def export_page(
         for r in rows
     ]
     return page, int(rows[-1][11])
+
+
+def export_all(conn: Connection, mark: str, vault_id: str, limit: int) -> Iterator[ExportedMemory]:
+    """Every memory of the vault in storage order, read ``limit`` at a time, all in the
+    caller's one read transaction (so one snapshot)."""
+    after = 0
+    while True:
+        page, after = export_page(conn, mark, vault_id, after, limit)
+        yield from page
+        if len(page) < limit:
+            return
 
 
 def mark_consolidated(conn: Connection, mark: str, vault_id: str, ids: Sequence[str]) -> int:

@@ -10,7 +10,7 @@ whatever the filter (see :mod:`.postgres_vectors`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -334,10 +334,15 @@ class PostgresStore:
 
         return self._run(work)
 
-    def export_page(
-        self, vault_id: str, after_seq: int, limit: int
-    ) -> tuple[list[ExportedMemory], int]:
-        return self._run(lambda c: backup_rows.export_page(c, "%s", vault_id, after_seq, limit))
+    def export_rows(self, vault_id: str, limit: int) -> Iterator[ExportedMemory]:
+        # One REPEATABLE READ, READ ONLY transaction on one pooled connection for the whole
+        # stream: every page is read in the same snapshot (see backup_rows).
+        try:
+            with self._pool.connection() as conn:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield from backup_rows.export_all(conn, "%s", vault_id, limit)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
 
     def mark_consolidated(self, vault_id: str, ids: Sequence[str]) -> int:
         return self._run(lambda c: backup_rows.mark_consolidated(c, "%s", vault_id, ids))

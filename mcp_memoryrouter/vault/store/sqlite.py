@@ -376,11 +376,17 @@ class SQLiteStore:
             backup_rows.link_deleted_sources(conn, "?", vault_id, created, sources_deleted)
             return created
 
-    def export_page(
-        self, vault_id: str, after_seq: int, limit: int
-    ) -> tuple[list[ExportedMemory], int]:
-        with self._read() as conn:
-            return backup_rows.export_page(conn, "?", vault_id, after_seq, limit)
+    def export_rows(self, vault_id: str, limit: int) -> Iterator[ExportedMemory]:
+        # A connection of its own: the read transaction lasts the whole stream, whose pages
+        # are read on whichever thread the response runs on (WAL: writers go on meanwhile).
+        conn = _connect(self._path)
+        try:
+            conn.execute("BEGIN")
+            yield from backup_rows.export_all(conn, "?", vault_id, limit)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"store unavailable: {type(exc).__name__}") from exc
+        finally:
+            conn.close()  # ends the read transaction, also when the client went away
 
     def mark_consolidated(self, vault_id: str, ids: Sequence[str]) -> int:
         with self._write() as conn:
