@@ -49,6 +49,7 @@ from mcp_memoryrouter.auth.throttle import OAuthLimits
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.private import private_dir, private_file
 from mcp_memoryrouter.vault.app import create_vault_app
@@ -196,7 +197,7 @@ def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], fl
     client = vault_client(settings, vault_app)
     policy = load_policy()
     default_key = local_key(settings, vault_app) if settings.auth == "none" else None
-    mcp = build_server(Binder(client, default_key), policy)
+    mcp = build_server(Binder(client, default_key), policy, Budget(settings.mcp_result_tokens))
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
@@ -256,7 +257,8 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
     """The MCP server for stdio: no HTTP auth, it acts with MEMORYROUTER_KEY."""
     vault_app = None if settings.api_url else create_vault_app(settings)
     client = vault_client(settings, vault_app)
-    return build_server(Binder(client, settings.key), load_policy()), client
+    budget = Budget(settings.mcp_result_tokens)
+    return build_server(Binder(client, settings.key), load_policy(), budget), client
 
 
 def create_app(settings: Settings) -> ASGIApp:

@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     openai_dim: int = Field(default=1536, ge=1)
     # MCP endpoint
     auth: Literal["key", "none"] = "key"
+    # every MCP tool result (structured content + its text copy) stays within this estimate
+    mcp_result_tokens: int = Field(default=10_000, ge=2_000, le=1_000_000)
     key: str | None = None  # stdio and auth=none: the memory key the server acts with
     api_url: str | None = None  # proxy to a remote MemoryRouter API instead of a local vault
     allowed_hosts: list[str] = Field(default_factory=list)  # Host values beyond loopback

@@ -83,11 +83,17 @@ def load_policy(path: Path | None = None) -> ScopePolicy:
 
 
 def scopes_for_key(read_only: bool, mode: str) -> frozenset[Scope]:
-    """What a memory key presented as a bearer token may do over MCP."""
-    if mode == "off":
-        return frozenset()
-    if read_only or mode == "read":
-        return frozenset({"memories:read"})
-    if mode == "write":
-        return frozenset({"memories:write", "memories:delete"})
-    return frozenset(ALL_SCOPES)
+    """What a memory key presented as a bearer token may do over MCP: exactly what the vault
+    lets it do, so a tool it cannot use is refused before dispatch (403 insufficient_scope),
+    as REST refuses it. Reading needs mode full or read; writing and deleting a key that is
+    not read-only, in mode full or write; consolidation (texts out, reflections in) both."""
+    reads = mode in ("full", "read")
+    writes = not read_only and mode in ("full", "write")
+    scopes: set[Scope] = set()
+    if reads:
+        scopes.add("memories:read")
+    if writes:
+        scopes.update(("memories:write", "memories:delete"))
+    if reads and writes:
+        scopes.add("memories:reflect")
+    return frozenset(scopes)

@@ -17,6 +17,7 @@ from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
 from mcp_memoryrouter.auth.resource import INSUFFICIENT_SCOPE
 from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.mcp.tools import backend_errors
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class Binder:
             raise ToolError("not authenticated: send a bearer token")
         if self._default is None:
             vault = self._client.with_key(self._default_key)
-            info = await vault.key_info()
+            async with backend_errors():
+                info = await vault.key_info()
             self._default = VaultBinding(
                 vault, scopes_for_key(info.read_only, info.mode), info.vault
             )

@@ -8,7 +8,8 @@ from mcp_memoryrouter import __version__
 from mcp_memoryrouter.auth.scopes import ScopePolicy
 from mcp_memoryrouter.mcp import resources
 from mcp_memoryrouter.mcp.binding import Resolver
-from mcp_memoryrouter.mcp.tools import Catalog, delete, read, reflect, write
+from mcp_memoryrouter.mcp.budget import Budget
+from mcp_memoryrouter.mcp.tools import Catalog, connector, delete, lineage, read, reflect, write
 
 SERVER_NAME = "memoryrouter"
 INSTRUCTIONS = (
@@ -22,14 +23,10 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(resolve: Resolver, policy: ScopePolicy) -> MCPServer:
-    """The server with every tool and resource; stops with PolicyError when scopes.yaml and
-    the catalog disagree."""
-    server = MCPServer(
-        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
-    catalog = Catalog(server, policy)
-    for module in (read, write, reflect, delete, resources):
+def build_server(resolve: Resolver, policy: ScopePolicy, budget: Budget) -> MCPServer:
+    """The server with every tool and resource, each result within ``budget``; stops with
+    PolicyError when scopes.yaml and the catalog disagree."""
+    catalog = Catalog(policy, budget)
+    for module in (read, lineage, connector, write, reflect, delete, resources):
         module.register(catalog, resolve)
-    catalog.check()
-    return server
+    return catalog.build(SERVER_NAME, __version__, INSTRUCTIONS)

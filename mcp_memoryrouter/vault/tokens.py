@@ -1,8 +1,7 @@
-"""The one token estimate used for every budget, debt figure and meter."""
+"""The vault's token estimate: the package-wide one of :mod:`mcp_memoryrouter.tokens`."""
 
 from __future__ import annotations
 
+from mcp_memoryrouter.tokens import est_tokens
 
-def est_tokens(text: str) -> int:
-    """``ceil(chars / 4)``: deterministic, and the rule the production service uses."""
-    return -(-len(text) // 4)
+__all__ = ["est_tokens"]

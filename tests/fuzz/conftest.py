@@ -10,7 +10,9 @@ from mcp.client import Client
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from tests.support import Vault, make_vault
 
@@ -33,7 +35,9 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolHarness]:
     vault_client = VaultClient(
         "http://vault.internal", transport=httpx2.ASGITransport(app=vault.app)
     )
-    server = build_server(Binder(vault_client, vault.key), load_policy())
+    server = build_server(
+        Binder(vault_client, vault.key), load_policy(), Budget(Settings().mcp_result_tokens)
+    )
     with (
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(Client(server)) as client,

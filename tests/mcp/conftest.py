@@ -77,6 +77,9 @@ def serve_process(data_dir: Path, **env: str) -> Iterator[tuple[str, str | None]
                 assert proc.poll() is None, log.read_text()
                 time.sleep(0.05)
         keys = [ln.strip() for ln in log.read_text().splitlines() if ln.strip().startswith("mk_")]
+        first_run = data_dir / "first-run.key"  # where serve puts it when stderr is no terminal
+        if not keys and first_run.exists():
+            keys = [first_run.read_text().strip()]
         yield url, keys[0] if keys else None
     finally:
         proc.terminate()

@@ -8,9 +8,11 @@ import pytest
 
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, PolicyError, load_policy, parse_policy
 from mcp_memoryrouter.mcp.binding import VaultBinding
+from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parents[2]
+BUDGET = Budget(10_000)
 
 
 async def _never() -> VaultBinding:
@@ -19,7 +21,7 @@ async def _never() -> VaultBinding:
 
 def test_every_tool_and_resource_has_exactly_one_entry_and_vice_versa() -> None:
     policy = load_policy(ROOT / "scopes.yaml")
-    build_server(_never, policy)  # raises when either side has something the other lacks
+    build_server(_never, policy, BUDGET)  # raises when either side has something the other lacks
     assert set(policy.descriptions) == set(ALL_SCOPES)
     assert policy.for_tool("delete_memories") == "memories:delete"
     assert policy.for_tool("commit_reflections") == "memories:reflect"
@@ -32,7 +34,7 @@ def test_the_packaged_policy_is_the_top_level_file() -> None:
 def test_a_tool_without_an_entry_stops_the_server() -> None:
     text = (ROOT / "scopes.yaml").read_text().replace("  fetch: memories:read\n", "")
     with pytest.raises(PolicyError, match="fetch"):
-        build_server(_never, parse_policy(text))
+        build_server(_never, parse_policy(text), BUDGET)
 
 
 def test_an_entry_without_a_tool_stops_the_server() -> None:
@@ -42,7 +44,7 @@ def test_an_entry_without_a_tool_stops_the_server() -> None:
         .replace("tools:\n", "tools:\n  teleport_memories: memories:write\n")
     )
     with pytest.raises(PolicyError, match="teleport_memories"):
-        build_server(_never, parse_policy(text))
+        build_server(_never, parse_policy(text), BUDGET)
 
 
 def test_an_unknown_scope_is_refused() -> None:

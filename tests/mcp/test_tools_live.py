@@ -60,7 +60,7 @@ async def test_the_catalog_lists_eleven_tools_with_schemas_and_annotations(
     assert tools["search_memories"].annotations.read_only_hint is True  # type: ignore[union-attr]
     assert tools["delete_memories"].annotations.destructive_hint is True  # type: ignore[union-attr]
     assert tools["commit_reflections"].annotations.idempotent_hint is True  # type: ignore[union-attr]
-    assert "Tier guide" in (tools["search_memories"].description or "")
+    assert "Tiers: 3 = " in (tools["search_memories"].description or "")
 
 
 async def test_store_then_search_with_tier_and_importance_filters(
@@ -276,7 +276,8 @@ async def test_resources_list_and_read(mcp_server: McpServer, mode: Mode) -> Non
         stats = await client.read_resource("memory://vault/stats")
         assert json.loads(stats.contents[0].text)["total_memories"] == 1  # type: ignore[union-attr]
         recent = await client.read_resource("memory://vault/recent")
-        assert json.loads(recent.contents[0].text)[0]["content"] == "resource check"  # type: ignore[union-attr]
+        newest = json.loads(recent.contents[0].text)  # type: ignore[union-attr]
+        assert newest["memories"][0]["content"] == "resource check" and newest["omitted"] == 0
 
 
 async def test_read_tools_surface_the_debt_suggestion(mcp_server: McpServer) -> None:

@@ -16,6 +16,7 @@ from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.vault.app import create_vault_app
 from mcp_memoryrouter.vault.service import VaultService
@@ -101,7 +102,9 @@ async def tools_for(vault: Vault, key: str) -> AsyncIterator[Client]:
     """The MCP tools in memory, acting with ``key`` on ``vault``."""
     transport = httpx2.ASGITransport(app=vault.app)
     vault_client = VaultClient("http://vault.internal", transport=transport)
-    server = build_server(Binder(vault_client, key), load_policy())
+    server = build_server(
+        Binder(vault_client, key), load_policy(), Budget(Settings().mcp_result_tokens)
+    )
     try:
         async with Client(server) as client:
             yield client

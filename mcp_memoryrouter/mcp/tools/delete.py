@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.mcp.binding import Resolver
-from mcp_memoryrouter.mcp.tools import Catalog, backend_errors
+from mcp_memoryrouter.mcp.budget import shaped
+from mcp_memoryrouter.mcp.tools import DESTRUCTIVE, Catalog, backend_errors
 
 CONFIRMATION = "DELETE ALL MEMORIES"
-DESTRUCTIVE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-)
 
 
 class DeleteOutput(BaseModel):
@@ -34,37 +32,38 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
         title="Delete memories",
         annotations=DESTRUCTIVE,
         description=(
-            "Permanently delete memories by id (ids come from search_memories, "
-            "date_search_memories or inspect_memory), at any tier, up to 500 per call. "
-            "Deleting a raw memory keeps the reflections built from it. Confirm with the user "
-            "first; deletion cannot be undone."
+            "Permanently delete memories by id (from search or inspect results), any tier, up "
+            "to 500 per call; reflections built from a deleted memory stay. Confirm with the "
+            "user first: it cannot be undone."
         ),
     )
     async def delete_memories(
         ids: Annotated[list[str], Field(min_length=1, max_length=500)],
-    ) -> DeleteOutput:
+    ) -> Annotated[CallToolResult, DeleteOutput]:
         binding = await resolve()
         binding.require("memories:delete")
         async with backend_errors():
             done = await binding.vault.delete_ids(schemas.DeleteIdsRequest(ids=ids))
-        return DeleteOutput(
-            requested=done.requested,
-            deleted=done.deleted,
-            not_found=done.not_found,
-            failed=done.failed,
+        return shaped(
+            DeleteOutput(
+                requested=done.requested,
+                deleted=done.deleted,
+                not_found=done.not_found,
+                failed=done.failed,
+            )
         )
 
     @catalog.tool(
         title="Forget all memories",
         annotations=DESTRUCTIVE,
         description=(
-            "Irreversibly wipe the whole vault: every memory at every tier. Only when the user "
-            f"explicitly asks for it; pass confirmation exactly '{CONFIRMATION}'."
+            "Irreversibly wipe every memory of the vault, only when the user explicitly asks; "
+            f"confirmation must be exactly '{CONFIRMATION}'."
         ),
     )
     async def forget_all_memories(
-        confirmation: Annotated[str, Field(description=f"Exactly '{CONFIRMATION}'.")],
-    ) -> ForgetOutput:
+        confirmation: str,
+    ) -> Annotated[CallToolResult, ForgetOutput]:
         binding = await resolve()
         binding.require("memories:delete")
         if confirmation != CONFIRMATION:
@@ -74,4 +73,4 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
             )
         async with backend_errors():
             done = await binding.vault.wipe()
-        return ForgetOutput(deleted=done.deleted)
+        return shaped(ForgetOutput(deleted=done.deleted))

@@ -1,0 +1,125 @@
+"""inspect_memory (memories:read): a memory's receipts, paged by the result budget, the
+sources most similar to the reflection first."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import BaseModel, Field
+
+from mcp_memoryrouter import schemas
+from mcp_memoryrouter.mcp.binding import Resolver
+from mcp_memoryrouter.mcp.budget import Budget, largest_fit, over_budget, shaped, trim, whole_by
+from mcp_memoryrouter.mcp.tools import READ_ONLY, Catalog, backend_errors
+
+SHARES = 4  # a source's text keeps at most a quarter of the budget
+
+
+class LineageMemory(BaseModel):
+    id: str
+    tier: int
+    content: str
+    date: str
+    covers: schemas.Covers | None = None
+    role: str | None = None
+    importance: int | None = None
+    score: float | None = None  # cosine similarity to the inspected reflection
+
+
+class InspectOutput(BaseModel):
+    memory_id: str
+    tier: int
+    content: str
+    date: str
+    covers: schemas.Covers | None = None
+    role: str | None = None
+    importance: int | None = None
+    sources: list[LineageMemory] | None = None
+    sources_total: int | None = None
+    sources_deleted: int | None = None
+    truncated: bool | None = None
+    offset: int | None = None
+    next_offset: int | None = None
+    consolidated_into: list[LineageMemory] | None = None
+
+
+def _rows(rows: list[schemas.LineageRow], budget: Budget) -> list[LineageMemory]:
+    cap = budget.text_share(SHARES)
+    return [
+        LineageMemory(
+            id=r.id,
+            tier=r.tier,
+            content=trim(r.content, cap, whole_by("inspect_memory", r.id)),
+            date=r.date,
+            covers=r.covers,
+            role=r.role,
+            importance=r.importance,
+            score=r.score,
+        )
+        for r in rows
+    ]
+
+
+def fit_lineage(budget: Budget, found: schemas.InspectResponse, offset: int) -> CallToolResult:
+    """The inspected memory with as many sources as fit; next_offset reads on from there."""
+    head = InspectOutput(
+        memory_id=found.memory_id,
+        tier=found.tier,
+        content=trim(found.content, budget.text_share(2), over_budget(budget.tokens)),
+        date=found.date,
+        covers=found.covers,
+        role=found.role,
+        importance=found.importance,
+        consolidated_into=None
+        if found.consolidated_into is None
+        else _rows(found.consolidated_into, budget),
+    )
+    if found.sources is None:
+        return shaped(head)
+    sources = _rows(found.sources, budget)
+    present = (found.sources_total or 0) - (found.sources_deleted or 0)
+
+    def build(k: int) -> CallToolResult:
+        more = offset + k < present
+        return shaped(
+            head.model_copy(
+                update={
+                    "sources": sources[:k],
+                    "sources_total": found.sources_total,
+                    "sources_deleted": found.sources_deleted,
+                    "truncated": more,
+                    "offset": offset,
+                    "next_offset": offset + k if more else None,
+                }
+            )
+        )
+
+    return largest_fit(len(sources), build, budget.fits)
+
+
+def register(catalog: Catalog, resolve: Resolver) -> None:
+    budget = catalog.budget
+
+    @catalog.tool(
+        title="Inspect a memory's lineage",
+        annotations=READ_ONLY,
+        description=(
+            "A memory in full with its receipts. For a reflection (tier 2 or 3): the memories "
+            "it was built from, one tier down, most similar first (score: cosine; null = not "
+            "embedded yet); when truncated, pass next_offset as offset to read on. For tier 1 "
+            "and 2: consolidated_into lists the reflections built from it. Chain calls to "
+            "drill from an insight down to the exact words."
+        ),
+    )
+    async def inspect_memory(
+        memory_id: Annotated[str, Field(min_length=1, max_length=200)],
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> Annotated[CallToolResult, InspectOutput]:
+        binding = await resolve()
+        binding.require("memories:read")
+        async with backend_errors():
+            found = await binding.vault.inspect(
+                schemas.InspectRequest(memory_id=memory_id, offset=offset, order="similarity")
+            )
+        return fit_lineage(budget, found, offset)

@@ -1,0 +1,95 @@
+"""The catalog a host loads into the model's context every turn: small, each thing said
+once, and annotations that say exactly what each tool does."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mcp_memoryrouter.tokens import est_tokens
+from tests.mcp.conftest import McpServer
+
+pytestmark = pytest.mark.anyio
+
+# (readOnlyHint, destructiveHint, idempotentHint): hosts gate write tools by these
+ANNOTATIONS = {
+    "search_memories": (True, False, True),
+    "date_search_memories": (True, False, True),
+    "inspect_memory": (True, False, True),
+    "memory_status": (True, False, True),
+    "search": (True, False, True),
+    "fetch": (True, False, True),
+    "store_memory": (False, False, False),
+    "consolidate_memories": (False, False, False),  # each call leases a new batch
+    "commit_reflections": (False, False, True),  # a replay writes nothing twice
+    "delete_memories": (False, True, True),
+    "forget_all_memories": (False, True, True),
+}
+
+
+async def tools_list(server: McpServer) -> list[dict[str, Any]]:
+    async with server.client() as client:
+        listed = await client.list_tools()
+    tools: list[dict[str, Any]] = listed.model_dump(mode="json", by_alias=True, exclude_none=True)[
+        "tools"
+    ]
+    return tools
+
+
+async def test_tools_list_fits_4000_tokens_and_what_the_model_reads_2000(
+    embedded: McpServer,
+) -> None:
+    tools = await tools_list(embedded)
+    whole = json.dumps({"tools": tools}, separators=(",", ":"))
+    core = json.dumps(
+        [{k: t[k] for k in ("name", "description", "inputSchema")} for t in tools],
+        separators=(",", ":"),
+    )
+    assert len(tools) == 11
+    assert est_tokens(whole) <= 4_000, est_tokens(whole)
+    assert est_tokens(core) <= 2_000, est_tokens(core)
+
+
+async def test_the_tier_guide_is_said_once(embedded: McpServer) -> None:
+    descriptions = [t["description"] for t in await tools_list(embedded)]
+    assert sum("Tiers: 3 = " in d for d in descriptions) == 1
+
+
+async def test_schemas_keep_what_a_model_needs_to_call_and_read_a_tool(
+    embedded: McpServer,
+) -> None:
+    tools = {t["name"]: t for t in await tools_list(embedded)}
+    search = tools["search_memories"]["inputSchema"]
+    assert search["required"] == ["query"]
+    assert search["properties"]["limit"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 250,
+        "default": 10,
+    }
+    assert search["properties"]["tiers"]["items"] == {"enum": [1, 2, 3], "type": "integer"}
+    entries = tools["commit_reflections"]["inputSchema"]["properties"]["entries"]["items"]
+    assert set(entries["required"]) == {"text", "importance"}  # inlined, no dangling $ref
+    assert "title" not in json.dumps(search)
+    output = tools["inspect_memory"]["outputSchema"]
+    assert output["properties"]["sources"] == {
+        "type": ["array", "null"],
+        "items": {"type": "object"},
+    }
+    assert output["properties"]["next_offset"] == {"type": ["integer", "null"]}
+
+
+async def test_annotations_are_exact(embedded: McpServer) -> None:
+    tools = await tools_list(embedded)
+    found = {
+        t["name"]: (
+            t["annotations"]["readOnlyHint"],
+            t["annotations"]["destructiveHint"],
+            t["annotations"]["idempotentHint"],
+        )
+        for t in tools
+    }
+    assert found == ANNOTATIONS
+    assert all(t["annotations"]["openWorldHint"] is False for t in tools)

@@ -1,0 +1,136 @@
+"""Refusals a user can act on: scopes that match what the key may do (as REST decides), tool
+errors that name the failure, and what store_memory reports back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.types import CallToolResult
+
+from mcp_memoryrouter.auth.scopes import load_policy
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.budget import Budget
+from mcp_memoryrouter.mcp.server import build_server
+from tests.mcp.conftest import McpServer
+from tests.mcp.test_http_auth import call, post, rpc
+from tests.support import Vault, make_vault
+
+pytestmark = pytest.mark.anyio
+KEY = "mk_" + "k" * 43
+
+
+def text_of(result: CallToolResult) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "tool", "arguments", "scope"),
+    [
+        (":write", "search_memories", {"query": "x"}, "memories:read"),
+        (":write", "store_memory", {"content": "x"}, "memories:write"),
+        (":write", "delete_memories", {"ids": ["x"]}, "memories:delete"),
+        (":read", "consolidate_memories", {}, "memories:reflect"),
+    ],
+)
+def test_a_key_is_refused_before_dispatch_exactly_where_rest_answers_403(
+    embedded: McpServer, suffix: str, tool: str, arguments: dict[str, object], scope: str
+) -> None:
+    key = embedded.new_key(read_only=True) + suffix
+    rest = embedded.url.removesuffix("/mcp")
+    paths = {
+        "search_memories": ("/v1/memory/search", {"query": "x"}),
+        "store_memory": ("/v1/memory/ingest", {"messages": [{"content": "x"}]}),
+        "delete_memories": ("/v1/memory/delete-ids", {"ids": ["x"]}),
+        "consolidate_memories": ("/v1/memory/consolidate/checkout", {"tier": 1}),
+    }
+    path, body = paths[tool]
+    by_rest = httpx2.post(rest + path, json=body, headers={"Authorization": f"Bearer {key}"})
+    assert by_rest.status_code == 403
+    response = post(embedded, call(tool, arguments), key=key)
+    assert response.status_code == 403
+    challenge = response.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge and f'scope="{scope}"' in challenge
+
+
+def test_a_read_only_key_in_write_mode_may_still_list_the_tools(embedded: McpServer) -> None:
+    key = embedded.new_key(read_only=True) + ":write"
+    listed = post(embedded, rpc("tools/list"), key=key)
+    assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 11
+
+
+@asynccontextmanager
+async def tools_over(transport: httpx2.AsyncBaseTransport) -> AsyncIterator[Client]:
+    vault = VaultClient("http://vault.internal", transport=transport)
+    server = build_server(Binder(vault, KEY), load_policy(), Budget(10_000))
+    try:
+        async with Client(server) as client:
+            yield client
+    finally:
+        await vault.aclose()
+
+
+async def test_a_vault_that_cannot_be_reached_is_a_tool_error_naming_the_failure() -> None:
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    async with tools_over(httpx2.MockTransport(refuse)) as client:
+        result = await client.call_tool("search_memories", {"query": "anything"})
+    assert result.is_error
+    assert "transport_failure" in text_of(result) and "ConnectError" in text_of(result)
+
+
+async def test_a_vault_answering_garbage_is_a_tool_error_naming_the_exception_class() -> None:
+    def garbage(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/v1/keys/current":
+            return httpx2.Response(200, json={"vault": "vr_1", "read_only": False, "mode": "full"})
+        return httpx2.Response(200, text="<html>a proxy error page</html>")
+
+    async with tools_over(httpx2.MockTransport(garbage)) as client:
+        result = await client.call_tool("memory_status", {})
+        shaped = await client.call_tool("search_memories", {"query": "x"})
+    assert result.is_error and "JSONDecodeError" in text_of(result)
+    assert shaped.is_error and "JSONDecodeError" in text_of(shaped)
+
+
+async def test_a_vault_answering_the_wrong_shape_is_not_blamed_on_the_arguments() -> None:
+    def wrong(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/v1/keys/current":
+            return httpx2.Response(200, json={"vault": "vr_1", "read_only": False, "mode": "full"})
+        return httpx2.Response(200, json={"unexpected": True})
+
+    async with tools_over(httpx2.MockTransport(wrong)) as client:
+        result = await client.call_tool("search_memories", {"query": "x"})
+    assert result.is_error
+    assert "invalid_request" not in text_of(result) and "SearchResponse" in text_of(result)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    return make_vault(tmp_path)
+
+
+async def test_store_memory_returns_the_ids_it_stored_and_found_as_duplicates(
+    vault: Vault,
+) -> None:
+    transport = httpx2.ASGITransport(app=vault.app)
+    client = VaultClient("http://vault.internal", transport=transport)
+    server = build_server(Binder(client, vault.key), load_policy(), Budget(10_000))
+    try:
+        async with Client(server) as mcp:
+            first = await mcp.call_tool("store_memory", {"content": "We chose Postgres."})
+            again = await mcp.call_tool("store_memory", {"content": "We chose Postgres."})
+            found = await mcp.call_tool("fetch", {"id": first.structured_content["ids"][0]})
+    finally:
+        await client.aclose()
+    assert first.structured_content is not None and again.structured_content is not None
+    assert first.structured_content["stored"] == 1 and len(first.structured_content["ids"]) == 1
+    assert again.structured_content["duplicates"] == 1
+    assert again.structured_content["ids"] == first.structured_content["ids"]
+    assert found.structured_content is not None
+    assert found.structured_content["text"] == "We chose Postgres."
