@@ -91,6 +91,13 @@ def big_vault(tmp_path_factory: pytest.TempPathFactory) -> BigVault:
 
 @asynccontextmanager
 async def mcp_client(vault: BigVault, budget: int) -> AsyncIterator[Client]:
+    async with both_sides(vault, budget) as (client, _):
+        yield client
+
+
+@asynccontextmanager
+async def both_sides(vault: BigVault, budget: int) -> AsyncIterator[tuple[Client, str]]:
+    """An MCP client of a server with this result budget, and the server's base URL."""
     server = create_server(settings(vault.data_dir, mcp_result_tokens=budget))
     headers = {"Authorization": f"Bearer {vault.key}"}
     with live_server(server.app, lifespan="on") as url:
@@ -98,7 +105,7 @@ async def mcp_client(vault: BigVault, budget: int) -> AsyncIterator[Client]:
             httpx2.AsyncClient(headers=headers, timeout=120) as http,
             Client(streamable_http_client(url + "/mcp", http_client=http)) as client,
         ):
-            yield client
+            yield client, url
 
 
 def tokens(result: Any) -> int:
@@ -214,3 +221,14 @@ async def test_inspect_pages_a_large_batch_by_the_budget_and_reads_on(
     assert {s["id"] for s in first["sources"]}.isdisjoint(s["id"] for s in second["sources"])
     # no vectors in this vault ("none" embeddings): no scores, sources in date order
     assert all(s["score"] is None for s in first["sources"])
+
+
+async def test_the_rest_checkout_keeps_its_documented_50000_token_default(
+    big_vault: BigVault,
+) -> None:
+    async with both_sides(big_vault, 4_000) as (client, url):
+        over_mcp = ok(await client.call_tool("consolidate_memories", {}))
+        async with rest(url, big_vault.key) as vault:
+            batch = await vault.checkout(schemas.CheckoutRequest(tier=1))
+    assert sum(est_tokens(m["text"]) for m in over_mcp["memories"]) < 4_000
+    assert 45_000 < sum(est_tokens(m.text) for m in batch.memories or []) <= 50_000

@@ -1,0 +1,69 @@
+"""inspect_memory over MCP: the evidence first. A reflection's sources most similar to it
+come first, each with its score; sources without a vector yet come last with score null."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp.client import Client
+
+from mcp_memoryrouter.auth.scopes import load_policy
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.budget import Budget
+from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.vault.embeddings import Embedders
+from tests.support import Vault, make_vault
+from tests.vault.embedders import ConceptEmbedder
+from tests.vault.test_consolidation_api import checkout, commit
+
+pytestmark = pytest.mark.anyio
+BATCH = [  # oldest first: the evidence for the reflection is the second and the fourth
+    ("lunch with a physician", "concepts"),
+    ("my car broke down on the road", "concepts"),
+    ("the kitten slept all day", "none"),  # stored without a vector
+    ("bought a used automobile at last", "concepts"),
+    ("a glad afternoon in berlin", "concepts"),
+]
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[Vault]:
+    embedders = Embedders({"concepts": ConceptEmbedder}, "concepts")
+    vault = make_vault(tmp_path, embedders=embedders)
+    yield vault
+    vault.http.close()
+    vault.store.close()
+
+
+async def inspect(vault: Vault, memory_id: str) -> dict[str, Any]:
+    client = VaultClient("http://vault.internal", transport=httpx2.ASGITransport(app=vault.app))
+    server = build_server(Binder(client, vault.key), load_policy(), Budget(10_000))
+    try:
+        async with Client(server) as mcp:
+            result = await mcp.call_tool("inspect_memory", {"memory_id": memory_id})
+    finally:
+        await client.aclose()
+    assert not result.is_error, result.content
+    found: dict[str, Any] | None = result.structured_content
+    assert found is not None
+    return found
+
+
+async def test_inspect_memory_lists_the_evidence_first_with_its_score(vault: Vault) -> None:
+    for day, (text, embeddings) in enumerate(BATCH, start=1):
+        vault.ingest(text, date=f"2026-03-0{day}T09:00:00Z", embeddings=embeddings)
+    batch = checkout(vault)
+    entry = {"text": "The car broke down and an automobile was bought.", "importance": 6}
+    top = commit(vault, batch["batch_id"], [entry]).json()["created"][0]["id"]
+    vault.worker.drain()
+    sources = (await inspect(vault, top))["sources"]
+    contents = [s["content"] for s in sources]
+    assert set(contents[:2]) == {BATCH[1][0], BATCH[3][0]}
+    assert contents[-1] == BATCH[2][0] and sources[-1]["score"] is None
+    scores = [s["score"] for s in sources[:-1]]
+    assert all(isinstance(s, float) for s in scores) and scores == sorted(scores, reverse=True)
