@@ -44,7 +44,7 @@ from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
 from mcp_memoryrouter.auth.provider import Lifetimes
 from mcp_memoryrouter.auth.resource import InBandChallenge, ScopeGate, SingleAuthorization
-from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy, load_policy
+from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy, load_policy
 from mcp_memoryrouter.auth.throttle import OAuthLimits
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
@@ -133,6 +133,7 @@ def embedded_oauth(
             settings.oauth_register_burst,
         ),
         clock=clock,
+        server_name=settings.server_name or httpx2.URL(settings.base_url).host,
     )
 
 
@@ -220,7 +221,7 @@ def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], fl
         if settings.oauth != "off":
             metadata_url = resource_metadata_url(resource)
             mcp.middleware.append(InBandChallenge(metadata_url))
-            routes += resource_routes(resource, [issuer], ALL_SCOPES)
+            routes += resource_routes(resource, [issuer], FIRST_CONNECTION_SCOPES)
         endpoint = SingleAuthorization(
             AuthenticationMiddleware(
                 AuthContextMiddleware(ScopeGate(endpoint, policy, metadata_url)),

@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     )
     # OAuth: the embedded authorization server (issuer = public_url), or none (memory keys only)
     public_url: str | None = None  # e.g. https://memory.example.com; default http://{host}:{port}
+    server_name: str | None = None  # what the sign-in pages call this server; default its host
     oauth: Literal["embedded", "external", "off"] = "embedded"
     oauth_access_token_seconds: int = Field(default=900, ge=30, le=86_400)
     oauth_refresh_token_seconds: int = Field(default=30 * 86_400, ge=60)

@@ -2,6 +2,8 @@
 
 A JWT names its grant; the grant names the memory key (sealed at rest) the MCP server calls
 the vault with. The key goes into the in-process ``AccessToken.claims``, never on the wire.
+Each request asks the vault whether it still accepts that key, so revoking a memory key ends
+every grant bound to it at once: the next request is answered 401 ``invalid_token``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,24 @@ from collections.abc import Callable
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.sealing import Sealer
 from mcp_memoryrouter.auth.signing import GRANT_CLAIM, Signer
 from mcp_memoryrouter.auth.store import AuthStore
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.errors import MemoryRouterError
+
+
+async def key_still_accepted(vault: VaultClient, key: str | None) -> bool:
+    """False once the vault refuses the memory key (revoked); True while it accepts it, and
+    while the vault cannot be reached (that says nothing of the key, and every call the
+    token could make fails anyway)."""
+    if key is None:
+        return False
+    try:
+        return await key_info_or_none(vault, key) is not None
+    except MemoryRouterError:
+        return True
 
 
 class GrantTokenVerifier:
@@ -25,6 +42,7 @@ class GrantTokenVerifier:
         signer: Signer,
         store: AuthStore,
         sealer: Sealer,
+        vault: VaultClient,
         *,
         issuer: str,
         resource: str,
@@ -33,6 +51,7 @@ class GrantTokenVerifier:
         self._signer = signer
         self._store = store
         self._sealer = sealer
+        self._vault = vault
         self.issuer = issuer
         self.resource = resource
         self._clock = clock
@@ -49,7 +68,7 @@ class GrantTokenVerifier:
         if grant is None or grant.revoked or grant.client_id != claims["client_id"]:
             return None
         key = self._sealer.unseal(grant.sealed_key)
-        if key is None:
+        if key is None or not await key_still_accepted(self._vault, key):
             return None
         scopes = [s for s in str(claims.get("scope", "")).split() if s in grant.scopes]
         return AccessToken(

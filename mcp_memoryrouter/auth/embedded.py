@@ -68,7 +68,9 @@ def build_embedded(
     clock: Callable[[], float] = time.time,
     http: httpx2.AsyncClient | None = None,
     limits: OAuthLimits | None = None,
+    server_name: str | None = None,
 ) -> EmbeddedAuthServer:
+    """``server_name`` is what the pages call this server (default: the issuer's host)."""
     store = AuthStore(data_dir / AUTH_DB_FILE)
     signer = Signer.in_dir(data_dir)
     sealer = Sealer.in_dir(data_dir)
@@ -77,12 +79,13 @@ def build_embedded(
         http, allow_loopback=is_loopback_host(httpx2.URL(issuer).host), clock=clock
     )
     verifier = GrantTokenVerifier(
-        signer, store, sealer, issuer=issuer, resource=resource, clock=clock
+        signer, store, sealer, vault, issuer=issuer, resource=resource, clock=clock
     )
     provider = EmbeddedProvider(
-        store, signer, sealer, documents, verifier, lifetimes=lifetimes, clock=clock
+        store, signer, sealer, documents, verifier, vault, lifetimes=lifetimes, clock=clock
     )
-    pages = Pages(provider, vault, policy.descriptions)
+    name = server_name or httpx2.URL(issuer).host
+    pages = Pages(provider, vault, policy.descriptions, name)
     authenticator = ClientAuthenticator(provider)
     registration = ClientRegistrationOptions(
         enabled=True, valid_scopes=list(ALL_SCOPES), default_scopes=list(ALL_SCOPES)
@@ -115,7 +118,7 @@ def build_embedded(
         Route("/jwks.json", endpoint=cors_middleware(jwks, ["GET", "OPTIONS"]), methods=["GET"]),
         Route(
             "/authorize",
-            endpoint=AuthorizationHandler(provider).handle,
+            endpoint=pages.authorize(AuthorizationHandler(provider)),
             methods=["GET", "POST"],
         ),
         Route(

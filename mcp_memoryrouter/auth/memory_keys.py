@@ -12,6 +12,7 @@ from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
 from mcp_memoryrouter.auth.scopes import scopes_for_key
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Forbidden, Unauthorized
+from mcp_memoryrouter.schemas import KeyInfo
 
 CACHE_SECONDS = 30.0
 CACHE_LIMIT = 10_000
@@ -19,6 +20,17 @@ CACHE_LIMIT = 10_000
 
 def looks_like_memory_key(token: str) -> bool:
     return token.startswith(("mk_", "mk-"))
+
+
+async def key_info_or_none(vault: VaultClient, key: str) -> KeyInfo | None:
+    """What the vault says of ``key`` now; None when it refuses it (unknown or revoked).
+
+    Any other failure (the vault cannot be reached) is raised: it says nothing of the key.
+    """
+    try:
+        return await vault.with_key(key).key_info()
+    except (Unauthorized, Forbidden):
+        return None
 
 
 class MemoryKeyVerifier:
@@ -37,9 +49,8 @@ class MemoryKeyVerifier:
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > now:
             return cached[1]
-        try:
-            info = await self._client.with_key(token).key_info()
-        except (Unauthorized, Forbidden):
+        info = await key_info_or_none(self._client, token)
+        if info is None:
             result = None
         else:
             result = AccessToken(

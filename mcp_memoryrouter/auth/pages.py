@@ -1,29 +1,38 @@
 """The sign-in and consent pages of the embedded authorization server.
 
-Server-rendered, no JavaScript. The user proves a memory key once (it is checked with the
-vault, sealed, and never shown again), then ticks the scopes the client may have. Both forms
-carry a CSRF token that must match the pending request and a cookie set with the form; the
-pages cannot be framed (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``).
+Server-rendered, no JavaScript. A pending authorization request belongs to the browser that
+started it (the flow cookie of :mod:`browser`); its pages carry no id in their URLs. The user
+proves a memory key once (it is checked with the vault, sealed, and never shown again; the
+browser's session remembers it), then ticks the scopes the client may have. Each form
+carries a token that must match the pending request; the key is checked with the vault again
+when consent is given. The pages cannot be framed (``frame-ancestors 'none'``,
+``X-Frame-Options: DENY``).
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from html import escape
 from typing import cast
 from urllib.parse import urlsplit
 
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from mcp_memoryrouter.auth.provider import REQUEST_SECONDS, EmbeddedProvider
-from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
-from mcp_memoryrouter.auth.store import PendingRequest
+from mcp_memoryrouter.auth.browser import SESSION_SECONDS, Cookies
+from mcp_memoryrouter.auth.memory_keys import key_info_or_none
+from mcp_memoryrouter.auth.provider import FLOW_PARAM, SIGN_IN_PATH, EmbeddedProvider
+from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, Scope, scopes_for_key
+from mcp_memoryrouter.auth.store import PendingRequest, Session, digest
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.errors import Forbidden, MemoryRouterError, Unauthorized
+from mcp_memoryrouter.errors import MemoryRouterError
+from mcp_memoryrouter.schemas import KeyInfo
 
-CSRF_COOKIE = "memoryrouter_csrf_"  # + the pending request's id prefix: one per sign-in
 CONSENT_PATH = "/oauth/consent"
 SECURITY_HEADERS = {
     # No form-action: browsers apply it to the redirect to the client's callback as well.
@@ -43,6 +52,13 @@ button{padding:.5rem 1rem;font-size:1rem;margin:1rem .5rem 0 0}
 .error{color:#a00000;font-weight:600}.note{color:#555;font-size:.9rem}
 fieldset{border:1px solid #ccc;padding:.5rem 1rem}
 """
+KEY_ORIGIN = (
+    "A memory key is shown once, when its vault is created (<code>mcp-memoryrouter keys "
+    "create</code>); whoever holds a key of the vault can make more. It starts with "
+    "<code>mk_</code>."
+)
+UNREACHABLE = "The vault could not be reached. Try again."
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def page(title: str, body: str, status: int = 200) -> HTMLResponse:
@@ -55,34 +71,108 @@ def page(title: str, body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(document, status_code=status, headers=SECURITY_HEADERS)
 
 
-def cookie_name(request_id: str) -> str:
-    return CSRF_COOKIE + request_id[:16]
-
-
 def error_text(message: str | None) -> str:
     return f'<p class="error" role="alert">{escape(message)}</p>' if message else ""
 
 
 def hidden(request: PendingRequest) -> str:
-    return (
-        f'<input type="hidden" name="request" value="{escape(request.id)}">'
-        f'<input type="hidden" name="csrf" value="{escape(request.csrf)}">'
-    )
+    return f'<input type="hidden" name="csrf" value="{escape(request.csrf)}">'
+
+
+def client_words(pending: PendingRequest) -> str:
+    """The client's name as what it is: its own claim, not checked by anyone."""
+    name = pending.params.get("client_name")
+    if not name:
+        return "An app that gave no name"
+    return f"An app calling itself <strong>&ldquo;{escape(str(name))}&rdquo;</strong>"
+
+
+def refused() -> Response:
+    return page("Request refused", "<p>The form was stale or forged.</p>", status=403)
 
 
 class Pages:
     def __init__(
-        self, provider: EmbeddedProvider, vault: VaultClient, descriptions: dict[Scope, str]
+        self,
+        provider: EmbeddedProvider,
+        vault: VaultClient,
+        descriptions: dict[Scope, str],
+        server_name: str,
     ) -> None:
         self._provider = provider
+        self._store = provider.store
         self._vault = vault
         self._descriptions = descriptions
-        self._secure = provider.issuer.startswith("https://")
+        self._server = escape(server_name)
+        self._cookies = Cookies.for_issuer(provider.issuer)
 
-    def _pending(self, request_id: str | None) -> PendingRequest | None:
-        if not request_id:
-            return None
-        return self._provider.store.request(request_id, self._provider.clock())
+    # /authorize ---------------------------------------------------------------------------
+
+    def authorize(self, handler: AuthorizationHandler) -> Endpoint:
+        """The SDK's handler, with the pending request's secret moved from the sign-in URL
+        into the flow cookie, and its direct refusals shown to the person as a page."""
+        sign_in = f"{self._provider.issuer}{SIGN_IN_PATH}"
+
+        async def endpoint(request: Request) -> Response:
+            response = await handler.handle(request)
+            if response.status_code == 400:
+                return self._bad_link(bytes(response.body))
+            location = response.headers.get("location", "")
+            if response.status_code == 302 and location.startswith(f"{sign_in}?{FLOW_PARAM}="):
+                moved = RedirectResponse(sign_in, 302, headers={"Cache-Control": "no-store"})
+                self._cookies.set_flow(moved, location.partition("=")[2])
+                return moved
+            return response
+
+        return endpoint
+
+    def _bad_link(self, body: bytes) -> Response:
+        try:
+            reason = str(json.loads(body).get("error_description") or "")
+        except (ValueError, AttributeError):
+            reason = ""
+        return page(
+            "This connection link is not valid",
+            f"<p>{escape(reason or 'The app asked for something this server cannot grant.')}</p>"
+            "<p>Nothing was shared. Go back to the app and connect again; if this keeps "
+            "happening, the app's settings for this server are wrong (an unknown client, or "
+            "a return address it did not register).</p>",
+            status=400,
+        )
+
+    # state --------------------------------------------------------------------------------
+
+    def _pending(self, request: Request) -> PendingRequest | None:
+        flow = Cookies.flow(request)
+        return None if flow is None else self._store.request(digest(flow), self._provider.clock())
+
+    async def _form(self, request: Request) -> tuple[PendingRequest | None, dict[str, list[str]]]:
+        """This browser's pending request, if the form's token matches it."""
+        form = await request.form()
+        fields = {key: [str(v) for v in form.getlist(key)] for key in form}
+        pending = self._pending(request)
+        sent = (fields.get("csrf") or [""])[0]
+        if pending is None or not sent or not hmac.compare_digest(sent, pending.csrf):
+            return None, fields
+        return pending, fields
+
+    def _signed_in(self, pending: PendingRequest, sealed: str, info: KeyInfo) -> PendingRequest:
+        signed_in = replace(
+            pending,
+            csrf=secrets.token_urlsafe(32),
+            sealed_key=sealed,
+            vault_ref=info.vault,
+            allowed=sorted(scopes_for_key(info.read_only, info.mode)),
+        )
+        self._store.save_request(signed_in)
+        return signed_in
+
+    def _signed_out(self, pending: PendingRequest) -> PendingRequest:
+        out = replace(
+            pending, csrf=secrets.token_urlsafe(32), sealed_key=None, vault_ref=None, allowed=[]
+        )
+        self._store.save_request(out)
+        return out
 
     def _expired(self) -> Response:
         return page(
@@ -91,113 +181,104 @@ class Pages:
             status=400,
         )
 
-    def _with_cookie(self, response: HTMLResponse, pending: PendingRequest) -> HTMLResponse:
-        response.set_cookie(
-            cookie_name(pending.id),
-            pending.csrf,
-            max_age=REQUEST_SECONDS,
-            httponly=True,
-            samesite="lax",
-            path="/oauth",
-            secure=self._secure,
-        )
-        return response
-
-    async def _form(self, request: Request) -> tuple[PendingRequest | None, dict[str, list[str]]]:
-        """The pending request a POST names, if its CSRF token and cookie both match."""
-        form = await request.form()
-        fields = {key: [str(v) for v in form.getlist(key)] for key in form}
-        pending = self._pending((fields.get("request") or [""])[0])
-        sent = (fields.get("csrf") or [""])[0]
-        cookie = request.cookies.get(cookie_name(pending.id), "") if pending else ""
-        if pending is None or not sent or not cookie:
-            return None, fields
-        if hmac.compare_digest(sent, pending.csrf) and hmac.compare_digest(cookie, pending.csrf):
-            return pending, fields
-        return None, fields
-
     # sign-in ------------------------------------------------------------------------------
 
     async def sign_in(self, request: Request) -> Response:
-        pending = self._pending(request.query_params.get("request"))
+        pending = self._pending(request)
         if pending is None:
             return self._expired()
-        return self._sign_in_page(pending)
+        if pending.sealed_key is not None:
+            return RedirectResponse(CONSENT_PATH, status_code=303)
+        secret = Cookies.session(request)
+        session = self._store.session(secret, self._provider.clock()) if secret else None
+        if secret is None or session is None:
+            return self._sign_in_page(pending)
+        info = await self._check(self._provider.unseal(session.sealed_key))
+        if isinstance(info, KeyInfo) and info.vault == session.vault_ref:
+            self._signed_in(pending, session.sealed_key, info)
+            return RedirectResponse(CONSENT_PATH, status_code=303)
+        response = self._sign_in_page(pending)
+        if not isinstance(info, MemoryRouterError):  # the key was revoked: so is the session
+            self._store.end_session(secret)
+            self._cookies.clear_session(response)
+        return response
+
+    async def _check(self, key: str | None) -> KeyInfo | MemoryRouterError | None:
+        """What the vault says of ``key`` (None: refused), or the failure to ask it."""
+        if not key:
+            return None
+        try:
+            return await key_info_or_none(self._vault, key)
+        except MemoryRouterError as exc:
+            return exc
 
     def _sign_in_page(self, pending: PendingRequest, message: str | None = None) -> Response:
-        client = escape(str(pending.params["client_name"]))
         body = (
-            f"<p><strong>{client}</strong> wants to use your MemoryRouter memory vault.</p>"
-            "<p>Sign in with a memory key of that vault. It is checked once, kept encrypted "
-            "on this server for this connection only, and never shown again.</p>"
+            f"<p>{client_words(pending)} wants to use your memory vault on "
+            f"<strong>{self._server}</strong>.</p>"
+            "<p>Sign in with a memory key of that vault. It is checked, kept encrypted on this "
+            "server, and never shown again; this browser stays signed in for "
+            f"{SESSION_SECONDS // 86_400} days, until you revoke the key.</p>"
             f"{error_text(message)}"
-            '<form method="post" action="/oauth/sign-in">'
+            f'<form method="post" action="{SIGN_IN_PATH}">'
             f"{hidden(pending)}"
             '<label for="memory_key">Memory key</label>'
             '<input id="memory_key" name="memory_key" type="password" autocomplete="off" '
             'required aria-describedby="key-note" spellcheck="false">'
-            '<p id="key-note" class="note">It starts with <code>mk_</code>.</p>'
+            f'<p id="key-note" class="note">{KEY_ORIGIN}</p>'
             '<button type="submit">Continue</button></form>'
         )
-        status = 200 if message is None else 400
-        return self._with_cookie(page("Sign in", body, status), pending)
+        return page("Sign in", body, 200 if message is None else 400)
 
     async def sign_in_post(self, request: Request) -> Response:
         pending, fields = await self._form(request)
         if pending is None:
-            return page("Request refused", "<p>The form was stale or forged.</p>", status=403)
+            return refused()
         key = (fields.get("memory_key") or [""])[0].strip()
-        try:
-            info = await self._vault.with_key(key).key_info() if key else None
-        except (Unauthorized, Forbidden):
-            info = None
-        except MemoryRouterError:
-            return self._sign_in_page(pending, "The vault could not be reached. Try again.")
-        allowed: list[str] = (
-            [] if info is None else sorted(scopes_for_key(info.read_only, info.mode))
-        )
-        if info is None or not allowed:
+        info = await self._check(key)
+        if isinstance(info, MemoryRouterError):
+            return self._sign_in_page(pending, UNREACHABLE)
+        if info is None or not scopes_for_key(info.read_only, info.mode):
             return self._sign_in_page(pending, "That memory key was not accepted.")
-        signed_in = PendingRequest(
-            id=pending.id,
-            client_id=pending.client_id,
-            params=pending.params,
-            csrf=secrets.token_urlsafe(32),
-            sealed_key=self._provider.seal(key),
-            vault_ref=info.vault,
-            allowed=allowed,
-            expires_at=pending.expires_at,
-        )
-        self._provider.store.save_request(signed_in)
-        return RedirectResponse(f"{CONSENT_PATH}?request={pending.id}", status_code=303)
+        signed_in = self._signed_in(pending, self._provider.seal(key), info)
+        secret = secrets.token_urlsafe(32)
+        assert signed_in.sealed_key is not None
+        expires = self._provider.clock() + SESSION_SECONDS
+        session = Session(info.vault, signed_in.sealed_key, signed_in.allowed, expires)
+        self._store.save_session(secret, session)
+        response = RedirectResponse(CONSENT_PATH, status_code=303)
+        self._cookies.set_session(response, secret)
+        return response
 
     # consent ------------------------------------------------------------------------------
 
     async def consent(self, request: Request) -> Response:
-        pending = self._pending(request.query_params.get("request"))
+        pending = self._pending(request)
         if pending is None:
             return self._expired()
         if pending.sealed_key is None:
-            return RedirectResponse(f"/oauth/sign-in?request={pending.id}", status_code=303)
+            return RedirectResponse(SIGN_IN_PATH, status_code=303)
         return self._consent_page(pending)
 
     def _consent_page(self, pending: PendingRequest, message: str | None = None) -> Response:
-        client = escape(str(pending.params["client_name"]))
-        target = escape(urlsplit(pending.params["redirect_uri"]).netloc or "the app")
+        target = urlsplit(pending.params["redirect_uri"])
+        returns_to = escape(target.netloc or f"{target.scheme}:")
         boxes = "".join(self._checkbox(pending, scope) for scope in pending.params["scopes"])
         body = (
-            f"<p><strong>{client}</strong> asks for access to the memory vault "
-            f"<code>{escape(pending.vault_ref or '')}</code>.</p>"
-            f'<p class="note">Client id: <code>{escape(pending.client_id)}</code>. '
-            f"After you choose you return to <strong>{target}</strong>.</p>"
+            f"<p>{client_words(pending)} asks for access to your memory vault "
+            f"<code>{escape(pending.vault_ref or '')}</code> on "
+            f"<strong>{self._server}</strong>.</p>"
+            f"<p>After you choose you return to <strong>{returns_to}</strong>.</p>"
+            f'<p class="note">Client id: <code>{escape(pending.client_id)}</code></p>'
             f"{error_text(message)}"
             f'<form method="post" action="{CONSENT_PATH}">{hidden(pending)}'
-            f"<fieldset><legend>Allow {client} to</legend>{boxes}</fieldset>"
+            f"<fieldset><legend>Allow this app to</legend>{boxes}</fieldset>"
             '<button type="submit" name="decision" value="allow">Allow</button>'
-            '<button type="submit" name="decision" value="deny">Deny</button></form>'
+            '<button type="submit" name="decision" value="deny">Deny</button>'
+            '<button type="submit" name="decision" value="switch">Use another memory key'
+            "</button></form>"
         )
-        status = 200 if message is None else 400
-        return self._with_cookie(page("Allow access?", body, status), pending)
+        return page("Allow access?", body, 200 if message is None else 400)
 
     def _checkbox(self, pending: PendingRequest, scope: str) -> str:
         described = escape(self._descriptions.get(cast(Scope, scope), scope))
@@ -208,20 +289,54 @@ class Pages:
                 f"<code>{escape(scope)}</code>: {described} "
                 '<span class="note">(not possible with this key)</span></label>'
             )
+        # Deleting is offered, never pre-ticked: ordinary use does not need it.
+        ticked = " checked" if scope in FIRST_CONNECTION_SCOPES else ""
         return (
             f'<label for="{ident}"><input type="checkbox" id="{ident}" name="scope" '
-            f'value="{escape(scope)}" checked> <code>{escape(scope)}</code>: {described}</label>'
+            f'value="{escape(scope)}"{ticked}> <code>{escape(scope)}</code>: {described}</label>'
         )
 
     async def consent_post(self, request: Request) -> Response:
         pending, fields = await self._form(request)
         if pending is None or pending.sealed_key is None:
-            return page("Request refused", "<p>The form was stale or forged.</p>", status=403)
-        if (fields.get("decision") or [""])[0] != "allow":
-            return RedirectResponse(self._provider.deny(pending), status_code=303)
+            return refused()
+        decision = (fields.get("decision") or [""])[0]
+        if decision == "switch":
+            return self._switch(request, pending)
+        if decision != "allow":
+            return self._finish(self._provider.deny(pending))
         ticked = set(fields.get("scope", []))
         # Only what was requested, ticked, and the key may grant (never an escalation).
         chosen = [s for s in pending.params["scopes"] if s in ticked and s in pending.allowed]
         if not chosen:
             return self._consent_page(pending, "Tick at least one permission, or deny.")
-        return RedirectResponse(self._provider.approve(pending, chosen), status_code=303)
+        info = await self._check(self._provider.unseal(pending.sealed_key))
+        if isinstance(info, MemoryRouterError):
+            return self._consent_page(pending, UNREACHABLE)
+        if info is None or info.vault != pending.vault_ref:
+            response = self._sign_in_page(
+                self._switched(request, pending),
+                "That memory key has been revoked. Sign in with another key of the vault.",
+            )
+            self._cookies.clear_session(response)
+            return response
+        return self._finish(self._provider.approve(pending, chosen))
+
+    def _switched(self, request: Request, pending: PendingRequest) -> PendingRequest:
+        """Forget the key this browser signed in with, for this request and its session."""
+        secret = Cookies.session(request)
+        if secret:
+            self._store.end_session(secret)
+        return self._signed_out(pending)
+
+    def _switch(self, request: Request, pending: PendingRequest) -> Response:
+        self._switched(request, pending)
+        response = RedirectResponse(SIGN_IN_PATH, status_code=303)
+        self._cookies.clear_session(response)
+        return response
+
+    def _finish(self, location: str) -> Response:
+        """Back to the client; the pending request is gone, and so is its cookie."""
+        response = RedirectResponse(location, status_code=303)
+        self._cookies.clear_flow(response)
+        return response

@@ -4,7 +4,12 @@ The SDK handlers parse requests, authenticate clients and check PKCE S256 (RFC 7
 this provider keeps the state and the rules: every client registered with all scopes (so a
 step-up is not refused at /authorize), the ``resource`` bound into the audience (RFC 8707),
 codes used once (a replay revokes the grant, RFC 6749 §4.1.2), refresh tokens rotated with
-reuse detection (a reuse revokes the family, OAuth 2.1 §4.3.1).
+reuse detection (a reuse revokes the family, OAuth 2.1 §4.3.1), and a refresh refused once
+the vault no longer accepts the grant's memory key (the key was revoked).
+
+A pending authorization request is known by the digest of a secret only its browser holds:
+``authorize`` hands the secret to the pages in the sign-in URL's ``flow`` parameter, which
+they move into an HttpOnly cookie before the browser ever sees the URL.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
-from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier
+from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier, key_still_accepted
 from mcp_memoryrouter.auth.clients import (
     UNUSED_CLIENT_SECONDS,
     MetadataDocuments,
@@ -37,13 +42,16 @@ from mcp_memoryrouter.auth.clients import (
     full_client,
     is_metadata_url,
 )
+from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
 from mcp_memoryrouter.auth.sealing import Sealer
 from mcp_memoryrouter.auth.signing import GRANT_CLAIM, Signer
-from mcp_memoryrouter.auth.store import AuthStore, Grant, PendingRequest
+from mcp_memoryrouter.auth.store import AuthStore, Grant, PendingRequest, digest
+from mcp_memoryrouter.client import VaultClient
 
 CODE_SECONDS = 60
 REQUEST_SECONDS = 600  # time to sign in and consent
 SIGN_IN_PATH = "/oauth/sign-in"
+FLOW_PARAM = "flow"  # the pending request's secret, from authorize() to the pages only
 
 
 class GrantCode(AuthorizationCode):
@@ -76,6 +84,7 @@ class EmbeddedProvider:
         sealer: Sealer,
         documents: MetadataDocuments,
         verifier: GrantTokenVerifier,
+        vault: VaultClient,
         *,
         lifetimes: Lifetimes = Lifetimes(),
         clock: Callable[[], float] = time.time,
@@ -85,6 +94,7 @@ class EmbeddedProvider:
         self._sealer = sealer
         self._documents = documents
         self._verifier = verifier
+        self._vault = vault
         self.issuer = verifier.issuer
         self.resource = verifier.resource
         self._lifetimes = lifetimes
@@ -118,12 +128,13 @@ class EmbeddedProvider:
         if resource != self.resource:
             raise AuthorizeError("invalid_target", "this server only issues tokens for itself")
         now = self.clock()
+        flow = secrets.token_urlsafe(32)
         request = PendingRequest(
-            id=secrets.token_urlsafe(32),
+            id=digest(flow),
             client_id=client.client_id or "",
             params={
-                "client_name": client.client_name or client.client_id,
-                "scopes": params.scopes or ["memories:read"],
+                "client_name": client.client_name,
+                "scopes": params.scopes or list(FIRST_CONNECTION_SCOPES),
                 "state": params.state,
                 "code_challenge": params.code_challenge,
                 "redirect_uri": str(params.redirect_uri),
@@ -138,7 +149,7 @@ class EmbeddedProvider:
         )
         self.store.sweep(now)
         self.store.save_request(request)
-        return f"{self.issuer}{SIGN_IN_PATH}?request={request.id}"
+        return f"{self.issuer}{SIGN_IN_PATH}?{FLOW_PARAM}={flow}"
 
     def approve(self, request: PendingRequest, scopes: list[str]) -> str:
         """The consent was given: create the grant and its code; the client's redirect."""
@@ -178,6 +189,9 @@ class EmbeddedProvider:
 
     def seal(self, key: str) -> str:
         return self._sealer.seal(key)
+
+    def unseal(self, sealed: str) -> str | None:
+        return self._sealer.unseal(sealed)
 
     # codes and tokens ---------------------------------------------------------------------
 
@@ -247,6 +261,12 @@ class EmbeddedProvider:
             raise TokenError("invalid_grant", "refresh token already used")
         grant = self.store.grant(refresh_token.grant_id)
         assert grant is not None
+        if not await key_still_accepted(self._vault, self._sealer.unseal(grant.sealed_key)):
+            self.store.revoke_grant(grant.id)
+            raise TokenError(
+                "invalid_grant",
+                "the memory key this grant was made with was revoked: sign in again",
+            )
         return self._issue(grant, [s for s in scopes if s in grant.scopes])
 
     def _issue(self, grant: Grant, scopes: list[str]) -> OAuthToken:

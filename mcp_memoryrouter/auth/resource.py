@@ -18,7 +18,7 @@ from mcp.types import CallToolResult
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import read_body, repeated_header, replay, send_json
-from mcp_memoryrouter.auth.scopes import ScopePolicy
+from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy
 
 MAX_BODY = 4 * 1024 * 1024  # the MCP SDK's own request limit
 # The in-tool backstop's message; ``InBandChallenge`` recognises it in an isError result.
@@ -82,7 +82,9 @@ class ScopeGate:
         if not isinstance(user, AuthenticatedUser):
             presented = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
             error = "invalid_token" if presented else "invalid_request"
-            await self._deny(send, 401, error, "authentication required", "memories:read")
+            # what ordinary use needs, so one sign-in serves it (memories:delete by step-up)
+            first = " ".join(FIRST_CONNECTION_SCOPES)
+            await self._deny(send, 401, error, "authentication required", first)
             return
         if scope["method"] != "POST":
             await self.app(scope, receive, send)

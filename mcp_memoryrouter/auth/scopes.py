@@ -17,6 +17,10 @@ ALL_SCOPES: tuple[Scope, ...] = (
     "memories:reflect",
     "memories:delete",
 )
+# What a client is led to ask for at its first connection (the 401 challenge, the resource
+# metadata, an authorization request naming no scope): ordinary use. memories:delete is asked
+# for when a tool needs it, through the 403 insufficient_scope step-up.
+FIRST_CONNECTION_SCOPES: tuple[Scope, ...] = ("memories:read", "memories:write", "memories:reflect")
 
 
 class PolicyError(Exception):

@@ -1,8 +1,10 @@
 """Persistent state of the embedded authorization server in its own SQLite file.
 
 Tables: registered clients, pending authorization requests (between /authorize and the
-consent), authorization codes, grants (what a user consented to, bound to a sealed memory
-key) and refresh tokens. Codes and refresh tokens are stored as SHA-256 digests only.
+consent), browser sign-in sessions, authorization codes, grants (what a user consented to,
+bound to a sealed memory key) and refresh tokens. Codes, refresh tokens and session secrets
+are stored as SHA-256 digests only; a pending request's id is the digest of the secret its
+browser holds in a cookie.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ CREATE TABLE IF NOT EXISTS requests (
     sealed_key TEXT,
     vault_ref TEXT,
     allowed TEXT,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    digest TEXT PRIMARY KEY,
+    vault_ref TEXT NOT NULL,
+    sealed_key TEXT NOT NULL,
+    allowed TEXT NOT NULL,
     expires_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS grants (
@@ -77,6 +86,16 @@ class PendingRequest:
     sealed_key: str | None
     vault_ref: str | None
     allowed: list[str]  # the scopes the signed-in key may grant
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class Session:
+    """A browser that signed in with a memory key: it is not asked for the key again."""
+
+    vault_ref: str
+    sealed_key: str
+    allowed: list[str]  # the scopes the key may grant
     expires_at: float
 
 
@@ -195,6 +214,32 @@ class AuthStore:
         self._run("DELETE FROM requests WHERE expires_at <= ?", now)
         self._run("DELETE FROM codes WHERE expires_at <= ?", now)
         self._run("DELETE FROM refresh_tokens WHERE expires_at <= ?", now)
+        self._run("DELETE FROM sessions WHERE expires_at <= ?", now)
+
+    # browser sessions ---------------------------------------------------------------------
+
+    def save_session(self, secret: str, session: Session) -> None:
+        self._run(
+            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
+            digest(secret),
+            session.vault_ref,
+            session.sealed_key,
+            json.dumps(session.allowed),
+            session.expires_at,
+        )
+
+    def session(self, secret: str, now: float) -> Session | None:
+        row = self._one(
+            "SELECT * FROM sessions WHERE digest = ? AND expires_at > ?", digest(secret), now
+        )
+        if row is None:
+            return None
+        return Session(
+            row["vault_ref"], row["sealed_key"], json.loads(row["allowed"]), row["expires_at"]
+        )
+
+    def end_session(self, secret: str) -> None:
+        self._run("DELETE FROM sessions WHERE digest = ?", digest(secret))
 
     # grants, codes, refresh tokens --------------------------------------------------------
 

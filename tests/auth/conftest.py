@@ -85,13 +85,13 @@ def serve(app: ASGIApp, sock: socket.socket) -> Iterator[None]:
 
 
 @contextmanager
-def oauth_server_at(data_dir: Path) -> Iterator[OAuthServer]:
+def oauth_server_at(data_dir: Path, **settings: Any) -> Iterator[OAuthServer]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     clock = Clock()
-    config = Settings(data_dir=data_dir, embeddings="none", public_url=base)
+    config = Settings(data_dir=data_dir, embeddings="none", public_url=base, **settings)
     server = create_server(config, clock=clock)
     assert server.vault_app is not None
     service: VaultService = server.vault_app.state.service
@@ -107,18 +107,21 @@ def oauth_server(tmp_path: Path) -> Iterator[OAuthServer]:
 
 
 class FormReader(HTMLParser):
-    """The hidden fields and scope checkboxes of a page's form."""
+    """The hidden fields, scope checkboxes (and which are ticked) and inputs of a page's form."""
 
     def __init__(self) -> None:
         super().__init__()
         self.fields: dict[str, str] = {}
         self.scopes: list[str] = []
+        self.ticked: list[str] = []
         self.disabled: list[str] = []
+        self.inputs: list[str] = []  # the names of every input
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
         if tag != "input":
             return
+        self.inputs.append(str(a.get("name")))
         if a.get("type") == "hidden" and a.get("name"):
             self.fields[str(a["name"])] = a.get("value") or ""
         elif a.get("type") == "checkbox":
@@ -126,6 +129,8 @@ class FormReader(HTMLParser):
                 self.disabled.append(str(a.get("id")))
             elif a.get("name") == "scope":
                 self.scopes.append(str(a.get("value")))
+                if "checked" in a:
+                    self.ticked.append(str(a.get("value")))
 
 
 def read_form(html: str) -> FormReader:
@@ -136,13 +141,16 @@ def read_form(html: str) -> FormReader:
 
 @dataclass
 class Browser:
-    """Follows the authorization server's pages with one cookie jar, like a browser."""
+    """Follows the authorization server's pages with one cookie jar, like a browser: signs
+    in when asked for the key, then ticks every scope offered except ``untick``."""
 
     key: str
     untick: set[str] = field(default_factory=set)
     decision: str = "allow"
     http: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=30))
     consent_scopes: list[str] = field(default_factory=list)  # what the last consent offered
+    sign_ins: int = 0  # how many times the key was asked for and typed
+    visited: list[str] = field(default_factory=list)  # every URL this browser requested
 
     async def authorize(self, url: str) -> dict[str, str]:
         """Open the authorization URL, sign in, consent; the callback's query parameters."""
@@ -152,17 +160,17 @@ class Browser:
 
     async def authorize_to(self, url: str) -> str:
         """Open the authorization URL, sign in, consent; where the browser is sent back to."""
-        response = await self.http.get(url)
+        response = await self.get(url)
         assert response.status_code == 302, response.text
-        sign_in = await self.http.get(response.headers["location"])
-        assert sign_in.status_code == 200, sign_in.text
-        form = read_form(sign_in.text)
-        posted = await self.http.post(
-            str(sign_in.url.copy_with(query=None)),
-            data={**form.fields, "memory_key": self.key},
-        )
+        sign_in = await self.get(response.headers["location"])
+        if sign_in.status_code == 200:  # asked for the key
+            form = read_form(sign_in.text)
+            self.sign_ins += 1
+            posted = await self.post(str(sign_in.url), {**form.fields, "memory_key": self.key})
+        else:  # this browser's session already signed in
+            posted = sign_in
         assert posted.status_code == 303, posted.text
-        consent = await self.http.get(str(posted.url.join(posted.headers["location"])))
+        consent = await self.get(str(posted.url.join(posted.headers["location"])))
         assert consent.status_code == 200, consent.text
         assert self.key not in consent.text  # the key is never echoed
         form = read_form(consent.text)
@@ -172,10 +180,18 @@ class Browser:
             "scope": [s for s in form.scopes if s not in self.untick],
             "decision": self.decision,
         }
-        done = await self.http.post(str(consent.url.copy_with(query=None)), data=data)
+        done = await self.post(str(consent.url), data)
         assert done.status_code == 303, done.text
         location: str = done.headers["location"]
         return location
+
+    async def get(self, url: str) -> httpx2.Response:
+        self.visited.append(url)
+        return await self.http.get(url)
+
+    async def post(self, url: str, data: dict[str, Any]) -> httpx2.Response:
+        self.visited.append(url)
+        return await self.http.post(url, data=data)
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -244,16 +260,18 @@ def refresh(
 
 
 async def grant_tokens(
-    server: OAuthServer, key: str | None = None, **extra: str
+    server: OAuthServer, key: str | None = None, browser: Browser | None = None, **extra: str
 ) -> tuple[str, dict[str, Any]]:
-    """Register, authorize through the pages, exchange: (client_id, token response)."""
+    """Register, authorize through the pages, exchange: (client_id, token response). A
+    ``browser`` passed in is left open (its session cookie lives on)."""
     client_id = register(server)
     verifier, challenge = pkce()
-    browser = Browser(key or server.key)
+    own = browser or Browser(key or server.key)
     try:
-        callback = await browser.authorize(authorize_url(server, client_id, challenge, **extra))
+        callback = await own.authorize(authorize_url(server, client_id, challenge, **extra))
     finally:
-        await browser.aclose()
+        if browser is None:
+            await own.aclose()
     response = exchange(server, client_id, callback["code"], verifier)
     assert response.status_code == 200, response.text
     return client_id, response.json()

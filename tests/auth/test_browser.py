@@ -1,6 +1,6 @@
-"""A real browser (Debian's chromium driven by Playwright) signs in, unticks a scope on the
-consent page, and the token it gets lacks that scope. Skipped only where /usr/bin/chromium is
-absent; `.ci/run` installs it."""
+"""A real browser (Debian's chromium driven by Playwright) signs in, leaves the consent page's
+unticked delete scope alone, and the token it gets lacks that scope. Skipped only where
+/usr/bin/chromium is absent; `.ci/run` installs it."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-def test_a_browser_signs_in_unticks_a_scope_and_the_token_lacks_it(
+def test_a_browser_signs_in_leaves_delete_unticked_and_the_token_lacks_it(
     oauth_server: OAuthServer, browser: Browser
 ) -> None:
     client_id = register(oauth_server)
@@ -65,10 +65,9 @@ def test_a_browser_signs_in_unticks_a_scope_and_the_token_lacks_it(
     assert page.title() == "Sign in"
     page.get_by_label("Memory key").fill(oauth_server.key)
     page.get_by_role("button", name="Continue").click()
-    page.wait_for_url("**/oauth/consent?**")
-    delete = page.get_by_role("checkbox", name="memories:delete")
-    assert delete.is_checked()
-    delete.uncheck()
+    page.wait_for_url("**/oauth/consent")
+    assert page.get_by_role("checkbox", name="memories:write").is_checked()
+    assert not page.get_by_role("checkbox", name="memories:delete").is_checked()
     page.get_by_role("button", name="Allow").click()
     page.wait_for_url(REDIRECT_URI + "?**")
     page.close()

@@ -41,7 +41,8 @@ def test_an_unparseable_client_id_is_a_clean_oauth_error_on_every_endpoint(
     _, challenge = pkce()
     authorize = httpx2.get(authorize_url(oauth_server, client_id, challenge))
     assert authorize.status_code == 400 and "location" not in authorize.headers
-    assert authorize.json()["error"] in {"invalid_request", "invalid_client"}
+    # a person is at the browser: the refusal is a page, not JSON
+    assert authorize.headers["content-type"].startswith("text/html")
     token = httpx2.post(
         oauth_server.base + "/token",
         data={

@@ -40,7 +40,8 @@ def test_protected_resource_metadata_is_served_at_the_root_and_the_path_inserted
         document = response.json()
         assert document["resource"] == oauth_server.mcp_url
         assert document["authorization_servers"] == [oauth_server.base]
-        assert document["scopes_supported"] == SCOPES
+        # what a client asks for at first connection; delete comes by step-up
+        assert document["scopes_supported"] == SCOPES[:3]
 
 
 def test_authorization_server_metadata_matches_the_issuer_exactly(
@@ -57,6 +58,7 @@ def test_authorization_server_metadata_matches_the_issuer_exactly(
     assert "none" in meta["token_endpoint_auth_methods_supported"]
     assert meta["client_id_metadata_document_supported"] is True
     assert meta["authorization_response_iss_parameter_supported"] is True
+    assert meta["scopes_supported"] == SCOPES  # memories:delete can be asked for
     for endpoint in ["authorization", "token", "registration", "revocation"]:
         assert meta[f"{endpoint}_endpoint"].startswith(oauth_server.base + "/")
     jwks = httpx2.get(meta["jwks_uri"]).json()
@@ -72,12 +74,15 @@ def test_metadata_preflights_are_open_to_any_origin(oauth_server: OAuthServer) -
     assert response.headers["access-control-allow-origin"] == "*"
 
 
-def test_the_401_points_at_the_resource_metadata(oauth_server: OAuthServer) -> None:
+def test_the_401_points_at_the_resource_metadata_and_asks_for_ordinary_use(
+    oauth_server: OAuthServer,
+) -> None:
     response = httpx2.post(oauth_server.mcp_url, json={})
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
     metadata = oauth_server.base + "/.well-known/oauth-protected-resource/mcp"
-    assert f'resource_metadata="{metadata}"' in challenge and 'scope="memories:read"' in challenge
+    assert f'resource_metadata="{metadata}"' in challenge
+    assert 'scope="memories:read memories:write memories:reflect"' in challenge
 
 
 async def test_the_403_step_up_challenge_points_at_the_resource_metadata(
@@ -101,8 +106,9 @@ def test_memory_keys_still_work_on_mcp(oauth_server: OAuthServer) -> None:
 def test_the_pages_cannot_be_framed_and_carry_no_script(oauth_server: OAuthServer) -> None:
     client_id = register(oauth_server)
     _, challenge = pkce()
-    started = httpx2.get(authorize_url(oauth_server, client_id, challenge))
-    page = httpx2.get(started.headers["location"])
+    with httpx2.Client() as browser:  # the pending request's cookie goes with it
+        started = browser.get(authorize_url(oauth_server, client_id, challenge))
+        page = browser.get(started.headers["location"])
     assert page.status_code == 200
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     assert page.headers["x-frame-options"] == "DENY"

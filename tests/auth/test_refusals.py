@@ -194,7 +194,7 @@ async def test_a_consent_post_without_the_csrf_token_or_cookie_is_403(
         consent = await browser.get(oauth_server.base + signed.headers["location"])
         fields = read_form(consent.text).fields
         target = oauth_server.base + "/oauth/consent"
-        without = {"request": fields["request"], "scope": "memories:read", "decision": "allow"}
+        without = {"scope": "memories:read", "decision": "allow"}
         assert (await browser.post(target, data=without)).status_code == 403
         wrong = {**without, "csrf": "guess"}
         assert (await browser.post(target, data=wrong)).status_code == 403

@@ -25,6 +25,7 @@ from pydantic import AnyUrl
 from tests.auth.conftest import REDIRECT_URI, Browser, OAuthServer
 
 pytestmark = pytest.mark.anyio
+FIRST_CONNECTION = ["memories:read", "memories:reflect", "memories:write"]
 
 
 class MemoryStorage:
@@ -98,11 +99,13 @@ async def test_discovery_registration_consent_and_tool_calls_with_the_sdk_client
     try:
         async with flow.client(oauth_server) as client:
             status = ok(await client.call_tool("memory_status", {}))
-            assert status["granted_scopes"] == ["memories:read"]
+            assert status["granted_scopes"] == FIRST_CONNECTION
             assert status["vault"] == oauth_server.vault_of(oauth_server.key)
+            stored = ok(await client.call_tool("store_memory", {"content": "one sign-in"}))
     finally:
         await browser.aclose()
-    assert len(flow.callbacks) == 1
+    assert stored is not None
+    assert len(flow.callbacks) == 1 and browser.sign_ins == 1  # storing asked for nothing more
     assert flow.callbacks[0]["iss"] == oauth_server.base
     assert flow.storage.client is not None and flow.storage.client.client_id
     assert (
@@ -114,7 +117,7 @@ async def test_discovery_registration_consent_and_tool_calls_with_the_sdk_client
     assert oauth_server.key not in tokens.access_token  # the key never leaves the server
 
 
-async def test_a_read_only_grant_steps_up_on_403_and_the_retried_call_succeeds(
+async def test_a_delete_steps_up_on_403_with_consent_only_and_the_retried_call_succeeds(
     oauth_server: OAuthServer,
 ) -> None:
     browser = Browser(oauth_server.key)
@@ -122,12 +125,13 @@ async def test_a_read_only_grant_steps_up_on_403_and_the_retried_call_succeeds(
     try:
         async with flow.client(oauth_server) as client:
             ok(await client.call_tool("search_memories", {"query": "anything"}))
-            assert browser.consent_scopes == ["memories:read"]
+            assert browser.consent_scopes == ["memories:read", "memories:write", "memories:reflect"]
             deleted = ok(await client.call_tool("delete_memories", {"ids": ["nothing"]}))
-            assert browser.consent_scopes == ["memories:read", "memories:delete"]
+            assert browser.consent_scopes[-1] == "memories:delete"
             status = ok(await client.call_tool("memory_status", {}))
     finally:
         await browser.aclose()
     assert deleted is not None
-    assert status["granted_scopes"] == ["memories:delete", "memories:read"]
+    assert status["granted_scopes"] == sorted([*FIRST_CONNECTION, "memories:delete"])
     assert len(flow.callbacks) == 2  # one consent, then one step-up
+    assert browser.sign_ins == 1  # the step-up showed consent only: the browser was signed in

@@ -35,7 +35,8 @@ def test_no_token_is_401_with_a_bearer_challenge(embedded: McpServer) -> None:
     response = post(embedded, rpc("tools/list"))
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
-    assert challenge.startswith("Bearer ") and 'scope="memories:read"' in challenge
+    assert challenge.startswith("Bearer ")
+    assert 'scope="memories:read memories:write memories:reflect"' in challenge
 
 
 def test_an_unknown_key_is_401_invalid_token(embedded: McpServer) -> None:
