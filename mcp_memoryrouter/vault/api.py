@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from mcp_memoryrouter import __version__, schemas
 from mcp_memoryrouter.errors import InvalidRequest
@@ -22,7 +23,7 @@ from mcp_memoryrouter.vault.service import INSPECT_PAGE, IncomingMessage, VaultS
 
 _DAY_MS = 86_400_000
 _ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": schemas.ErrorEnvelope} for code in (400, 401, 403, 404, 409, 413, 429, 503)
+    code: {"model": schemas.ErrorEnvelope} for code in (400, 401, 403, 404, 405, 409, 413, 429, 503)
 }
 _ERRORS[429]["headers"] = {
     "Retry-After": {
@@ -56,6 +57,25 @@ Key = Annotated[Access, Depends(get_access)]
 SessionHeader = Annotated[str | None, Header(alias="X-Session-ID", max_length=200)]
 ModelHeader = Annotated[str | None, Header(alias="X-Embedding-Model", max_length=100)]
 
+
+def _embeddings(service: VaultService, chosen: str | None, header: str | None) -> str | None:
+    """The embedding model a request names: its body's ``embeddings``, else its
+    ``X-Embedding-Model`` header. Either naming no model of this server is refused (400),
+    even when the request needs no embedding."""
+    for name in (chosen, header):
+        service.embedders.resolve(name)
+    return chosen or header
+
+
+class KeyIdConvertor(StringConvertor):
+    """A key id in a path: any segment but ``current``, so ``/v1/keys/current`` is its own
+    resource (``GET`` only; other methods are 405), as the OpenAPI document says."""
+
+    regex = "(?!current$)[^/]+"
+
+
+register_url_convertor("key_id", KeyIdConvertor())
+
 router = APIRouter(responses=_ERRORS)
 
 
@@ -88,7 +108,7 @@ def list_keys(access: Key, service: Service) -> schemas.KeyList:
     )
 
 
-@router.delete("/v1/keys/{key_id}", response_model=schemas.KeyRevoked, tags=["keys"])
+@router.delete("/v1/keys/{key_id:key_id}", response_model=schemas.KeyRevoked, tags=["keys"])
 def revoke_key(key_id: str, access: Key, service: Service) -> schemas.KeyRevoked:
     """Revoke a key by its id: its next request is 401. The vault's last read-write key is
     refused with 409 (mint another first)."""
@@ -120,7 +140,10 @@ def ingest(
         for i, m in enumerate(body.messages)
     ]
     outcome = service.ingest(
-        access, messages, body.session_id or x_session_id, body.embeddings or x_embedding_model
+        access,
+        messages,
+        body.session_id or x_session_id,
+        _embeddings(service, body.embeddings, x_embedding_model),
     )
     return schemas.IngestResponse(
         stored=outcome.stored,
@@ -140,7 +163,11 @@ def search(
 ) -> schemas.SearchResponse:
     where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
     hits, counters = service.search(
-        access, body.query, body.limit, where, body.embeddings or x_embedding_model
+        access,
+        body.query,
+        body.limit,
+        where,
+        _embeddings(service, body.embeddings, x_embedding_model),
     )
     return schemas.SearchResponse(
         memories=[render.search_row(h) for h in hits], reflection=render.reflection(counters)
@@ -166,7 +193,7 @@ def prepare(
     budget = budget_for(body.density, body.context_limit, body.max_tokens)
     where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
     (context, found, tokens), counters = service.prepare(
-        access, query, budget, where, body.embeddings or x_embedding_model
+        access, query, budget, where, _embeddings(service, body.embeddings, x_embedding_model)
     )
     return schemas.PrepareResponse(
         context=context,
@@ -196,7 +223,7 @@ def date_search(
         where,
         body.max_tokens,
         body.order,
-        body.embeddings or x_embedding_model,
+        _embeddings(service, body.embeddings, x_embedding_model),
     )
     return schemas.DateSearchResponse(
         memories=[render.search_row(h) for h in page.rows],
@@ -232,7 +259,7 @@ def commit(
         body.batch_id,
         entries,
         body.session_id or x_session_id,
-        body.embeddings or x_embedding_model,
+        _embeddings(service, body.embeddings, x_embedding_model),
     )
     return schemas.CommitResponse(
         batch_id=outcome.batch_id,

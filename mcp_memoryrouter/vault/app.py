@@ -15,6 +15,7 @@ from mcp_memoryrouter.vault.api import router
 from mcp_memoryrouter.vault.boundary import BodyLimit, install_error_handlers
 from mcp_memoryrouter.vault.embeddings import Embedder, Embedders, LocalMiniLM, OpenAICompatible
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.openapi import with_server_rules
 from mcp_memoryrouter.vault.ratelimit import MonotonicMs, RateLimit, TokenBuckets
 from mcp_memoryrouter.vault.service import Clock, VaultService
 from mcp_memoryrouter.vault.store import Store
@@ -110,6 +111,8 @@ def create_vault_app(
     app.state.service = service
     app.state.store_kind = store_kind
     install_error_handlers(app)
+    # the embedding models this server has; "" (or no choice) is its default
+    app.openapi = with_server_rules(app.openapi, service.embedders.names)  # type: ignore[method-assign]
     app.include_router(router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.rate_limit_per_minute:

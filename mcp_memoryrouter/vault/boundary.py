@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import read_body, replay, send_json
@@ -46,11 +47,30 @@ def _known(_: Request, exc: Exception) -> JSONResponse:
     return envelope_response(exc)
 
 
-def _http(_: Request, exc: Exception) -> JSONResponse:
+def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     body = {"error": {"code": code, "message": str(exc.detail), "details": {}}}
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": _allowed(request)}
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _allowed(request: Request) -> str:
+    """Every method some route serves at this path (the router names only the first
+    route's: ``/v1/keys`` is both ``GET`` and ``POST``)."""
+    methods: set[str] = set()
+    routes = list(request.app.router.routes)
+    while routes:
+        route = routes.pop()
+        # an included router (no prefix here) stands for the routes it holds
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            routes.extend(included.routes)
+        elif route.matches(request.scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
 
 
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -104,6 +104,11 @@ class VaultService:
         self.worker: EmbeddingWorker | None = None  # set by the composition root
         self.keys = Keyring(store, clock)
 
+    @property
+    def embedders(self) -> Embedders:
+        """The embedding models requests may name (``Embedders.names``)."""
+        return self._embedders
+
     def close(self) -> None:
         """Stop the embedding worker and close the store (a SQLite store releases its file)."""
         if self.worker is not None:

@@ -1,5 +1,7 @@
-"""Schemathesis over the vault's own ``/openapi.json``, in-process, with a valid key: no
-route answers 5xx, and every answer matches what the schema declares for it."""
+"""Schemathesis over the vault's own ``/openapi.json``, in-process, with a valid key, valid
+and broken data and every built-in check: no route answers 5xx, every answer matches what
+the schema declares for it, every request the schema allows is accepted and every request
+it forbids is refused."""
 
 from __future__ import annotations
 
@@ -8,19 +10,19 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 from schemathesis import BaseSchema, checks
 
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.vault.app import create_vault_app
+from mcp_memoryrouter.vault.dates import parse_moment
 from tests.support import Vault, make_vault
 
+checks.load_all_checks()
+# every built-in check (max_response_time only runs with a limit, and none is set)
 CHECKS: list[schemathesis.CheckFunction] = [
-    checks.not_a_server_error,
-    checks.status_code_conformance,
-    checks.content_type_conformance,
-    checks.response_schema_conformance,
-    checks.response_headers_conformance,
+    check for check in checks.CHECKS.get_all() if not checks.is_check_class(check)
 ]
 
 
@@ -52,15 +54,91 @@ schema = schemathesis.pytest.from_fixture("api_schema")
     max_examples=25,
     deadline=None,
     suppress_health_check=list(HealthCheck),
-    derandomize=True,
+    derandomize=True,  # the same cases on every run
 )
 def test_every_route_answers_within_its_declared_schema(
     case: schemathesis.Case[Any], fuzzed_vault: Vault
 ) -> None:
-    case.call_and_validate(headers={"X-Memory-Key": fuzzed_vault.key}, checks=CHECKS)
+    positive = case.meta is not None and case.meta.generation.mode.is_positive
+    if positive:
+        case.body = _without_whole_floats(case.body, _body_schema(case), case.operation.schema)
+        assume(_moments_are_servable(case, fuzzed_vault.clock()))
+    generated = {k.lower(): str(v) for k, v in (case.headers or {}).items()}
+    # the fuzzed vault's key, unless the case is about a malformed key header: then it
+    # must reach the server as generated
+    malformed = not positive and "," in generated.get("x-memory-key", "")
+    headers = {} if malformed else {"X-Memory-Key": fuzzed_vault.key}
+    case.call_and_validate(headers=headers, checks=CHECKS)
 
 
-ENVELOPE_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "503"}
+# --- what valid data the schema cannot tell apart from data the server refuses ----------
+#
+# JSON Schema counts 7.0 as an integer, and the generator sends such floats for integer
+# fields; the server refuses them on purpose (an importance is an integer, not a float, a
+# bool or a string) and the schema has no way to say "no 7.0". Valid cases send them as
+# the integers they equal. A window whose ``from`` is after its ``to`` (or after now, when
+# ``to`` is left out), and an offset that moves a moment outside the years 0001-9999 in
+# UTC, are refused with 400 too and have no JSON Schema spelling either: such valid cases
+# are skipped, as are reflections whose text holds their own batch id. docs/security.md
+# (Input) says so.
+
+
+def _body_schema(case: schemathesis.Case[Any]) -> Any:
+    document = case.operation.schema.raw_schema
+    operation = document["paths"][case.operation.path][case.operation.method.lower()]
+    content = operation.get("requestBody", {}).get("content", {})
+    return content.get("application/json", {}).get("schema")
+
+
+def _resolve(schema: Any, api: BaseSchema) -> Any:
+    while isinstance(schema, dict) and "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = api.raw_schema["components"]["schemas"][name]
+    return schema
+
+
+def _without_whole_floats(value: Any, schema: Any, api: BaseSchema) -> Any:
+    """``value`` with every whole-number float that stands for an ``integer`` (and only an
+    integer) made that integer; anything else unchanged."""
+    schema = _resolve(schema, api)
+    if not isinstance(schema, dict):
+        return value
+    branches = [schema, *(_resolve(b, api) for b in schema.get("anyOf", []))]
+    kinds = {b["type"] for b in branches if isinstance(b, dict) and "type" in b} - {"null"}
+    if isinstance(value, float) and value.is_integer() and kinds == {"integer"}:
+        return int(value)
+    for branch in branches:
+        if isinstance(value, dict) and "properties" in branch:
+            properties = branch["properties"]
+            return {k: _without_whole_floats(v, properties.get(k), api) for k, v in value.items()}
+        if isinstance(value, list) and "items" in branch:
+            return [_without_whole_floats(v, branch["items"], api) for v in value]
+    return value
+
+
+def _moments_are_servable(case: schemathesis.Case[Any], now_ms: int) -> bool:
+    body: dict[str, Any] = case.body if isinstance(case.body, dict) else {}
+    windows: list[Any] = [case.query or {}, body, body.get("covers") or {}]
+    messages: list[Any] = body.get("messages") or []
+    entries: list[Any] = body.get("entries") or []
+    try:
+        for message in messages:
+            if isinstance(message.get("date"), str):
+                parse_moment(message["date"], field="date")
+        for window in windows:
+            start, end = window.get("from"), window.get("to")
+            low = parse_moment(start, field="from") if isinstance(start, str) else None
+            high = now_ms if end is None else parse_moment(end, field="to", end_of_day=True)
+            if low is not None and low > high:
+                return False
+    except InvalidRequest:
+        return False
+    # a reflection's text must not name its batch (contract.check_entries)
+    batch = body.get("batch_id")
+    return not (isinstance(batch, str) and any(batch in str(e.get("text")) for e in entries))
+
+
+ENVELOPE_STATUSES = {"400", "401", "403", "404", "405", "409", "413", "429", "503"}
 
 
 def test_every_operation_declares_the_error_envelope_and_never_422(fuzzed_vault: Vault) -> None:

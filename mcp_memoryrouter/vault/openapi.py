@@ -1,0 +1,170 @@
+"""The rules the server checks beyond its wire models, written into ``/openapi.json``.
+
+The pydantic models give the document its types and bounds; what the vault refuses later
+(entry counts and trimmed lengths from the reflection contract, blank text, ISO dates, the
+tiers rule, which embedding models this server has) is added here, so that every request
+the document allows is one the server accepts and every request it refuses the document
+forbids. Two rules have no JSON Schema spelling and stay the server's alone: a window's
+``from`` must not be after its ``to``, and an offset must keep a moment within the years
+0001 to 9999 in UTC (docs/security.md, Input). Entry text must also hold no memory or batch
+id (see ``contract.check_entries``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from mcp_memoryrouter.vault.contract import MAX_ENTRIES, MAX_ENTRY_CHARS, MIN_ENTRIES
+
+Document = dict[str, Any]
+Constraint = dict[str, Any]
+
+EMBEDDING_HEADER = "X-Embedding-Model"
+# presented.KEY_HEADERS: one value each, never a comma-joined list
+_KEY_HEADERS = ("x-memory-key", "authorization", "x-api-key")
+_ONE_VALUE: Constraint = {"pattern": "^[^,]*$"}
+# Routes whose embedding choice is checked (checkout and import take none).
+_EMBEDDING_BODIES = (
+    "IngestRequest",
+    "SearchRequest",
+    "PrepareRequest",
+    "DateSearchRequest",
+    "CommitRequest",
+)
+_ISO_MOMENT: Constraint = {"anyOf": [{"format": "date"}, {"format": "date-time"}]}
+# What str.strip() trims, spelled out: regex dialects disagree on what \s holds.
+_SPACE = (
+    r"\t\n\u000b\u000c\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_NOT_BLANK: Constraint = {"pattern": f"[^{_SPACE}]"}
+# 1 to MAX_ENTRY_CHARS characters once surrounding whitespace is trimmed
+_ENTRY_TEXT: Constraint = {
+    "pattern": f"^[{_SPACE}]*([^{_SPACE}]|[^{_SPACE}][\\s\\S]{{0,{MAX_ENTRY_CHARS - 2}}}"
+    f"[^{_SPACE}])[{_SPACE}]*$",
+}
+_ENTRIES: Constraint = {"minItems": MIN_ENTRIES, "maxItems": MAX_ENTRIES}
+# schemas._check_tiers: a non-empty subset of [1, 2, 3]
+_TIERS: Constraint = {"minItems": 1, "items": {"type": "integer", "enum": [1, 2, 3]}}
+
+# component schema → property → what the server checks beyond the model
+_PROPERTIES: dict[str, dict[str, Constraint]] = {
+    # ingest stores messages; prepare only reads their text, blank or not, and no date
+    "IngestMessage": {"content": _NOT_BLANK, "date": _ISO_MOMENT},
+    "EntryIn": {"text": _ENTRY_TEXT, "importance": {"minimum": 1, "maximum": 10}},
+    "CommitRequest": {"entries": _ENTRIES},
+    "ImportReflectionsRequest": {"entries": _ENTRIES},
+    "CoversIn": {"from": _ISO_MOMENT, "to": _ISO_MOMENT},
+    "DateSearchRequest": {"from": _ISO_MOMENT, "to": _ISO_MOMENT, "tiers": _TIERS},
+    "SearchRequest": {"tiers": _TIERS},
+    "PrepareRequest": {"tiers": _TIERS},
+}
+# models that refuse unknown fields (``KeyCreateRequest._known_fields_only``)
+_CLOSED = ("KeyCreateRequest",)
+# import-reflections dates its reflections by covers, or else by their sources
+_IMPORT_DATED: Constraint = {
+    "anyOf": [
+        {"required": ["covers"], "properties": {"covers": {"type": "object"}}},
+        {"required": ["source_ids"], "properties": {"source_ids": {"minItems": 1}}},
+    ]
+}
+# prepare needs a query, or messages to take it from
+_PREPARE_QUERY: Constraint = {
+    "anyOf": [
+        {"required": ["query"], "properties": {"query": {"type": "string"}}},
+        {"required": ["messages"], "properties": {"messages": {"type": "array", "minItems": 1}}},
+    ]
+}
+_PARAMETERS: dict[tuple[str, str], Constraint] = {
+    ("/v1/usage", "from"): _ISO_MOMENT,
+    ("/v1/usage", "to"): _ISO_MOMENT,
+    # api.KeyIdConvertor: /v1/keys/current is another resource
+    ("/v1/keys/{key_id}", "key_id"): {"not": {"const": "current"}},
+}
+
+
+def with_server_rules(
+    generate: Callable[[], Document], embedder_names: Sequence[str]
+) -> Callable[[], Document]:
+    """``generate`` (FastAPI's ``app.openapi``) with the server's own rules added once.
+
+    ``embedder_names`` are the embedding models a request may name; ``""`` picks the
+    server's default, as leaving the field out does.
+    """
+    done: list[Document] = []
+
+    def openapi() -> Document:
+        if not done:
+            document = generate()
+            add_server_rules(document, embedder_names)
+            done.append(document)
+        return done[0]
+
+    return openapi
+
+
+def add_server_rules(document: Document, embedder_names: Sequence[str]) -> None:
+    schemas = document.get("components", {}).get("schemas", {})
+    models: Constraint = {"enum": ["", *embedder_names]}
+    schemas["IngestMessage"] = {**copy.deepcopy(schemas["MessageIn"]), "title": "IngestMessage"}
+    ingested = schemas["IngestRequest"]["properties"]["messages"]["items"]
+    ingested["$ref"] = "#/components/schemas/IngestMessage"
+    for name, properties in _PROPERTIES.items():
+        for field, constraint in properties.items():
+            _constrain(schemas[name]["properties"][field], constraint)
+    for name in _EMBEDDING_BODIES:
+        _constrain(schemas[name]["properties"]["embeddings"], models)
+    schemas["PrepareRequest"].update(_PREPARE_QUERY)
+    schemas["ImportReflectionsRequest"].update(_IMPORT_DATED)
+    for name in _CLOSED:
+        schemas[name]["additionalProperties"] = False
+    _add_parameter_rules(document, models)
+
+
+def _add_parameter_rules(document: Document, models: Constraint) -> None:
+    headers = {EMBEDDING_HEADER.lower(): models} | dict.fromkeys(_KEY_HEADERS, _ONE_VALUE)
+    for path, item in document.get("paths", {}).items():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                name = parameter["name"]
+                if parameter["in"] == "header":
+                    _header(parameter)
+                    rule = headers.get(name.lower())
+                else:
+                    rule = _PARAMETERS.get((path, name))
+                if rule is not None:
+                    _constrain(parameter["schema"], rule)
+
+
+def _header(parameter: Constraint) -> None:
+    """A header is absent or a string: FastAPI's ``null`` branch would be sent as the
+    text ``null``."""
+    schema = parameter["schema"]
+    strings = [b for b in schema.pop("anyOf", []) if b.get("type") != "null"]
+    if strings:
+        schema.update(strings[0])
+
+
+def _constrain(schema: Constraint, constraint: Constraint) -> None:
+    """Add ``constraint`` to the branch of ``schema`` it concerns (the string or array
+    branch of a nullable field), so ``null`` stays allowed where it was."""
+    for branch in _typed_branches(schema, _kind(constraint)):
+        branch.update(constraint)
+
+
+def _kind(constraint: Constraint) -> str:
+    if "minItems" in constraint or "items" in constraint:
+        return "array"
+    if "minimum" in constraint:
+        return "integer"
+    return "string"
+
+
+def _typed_branches(schema: Constraint, kind: str) -> Iterable[Constraint]:
+    if schema.get("type") == kind:
+        return [schema]
+    found = [b for b in schema.get("anyOf", []) if b.get("type") == kind]
+    if not found:
+        raise ValueError(f"no {kind} branch in {schema}")
+    return found
