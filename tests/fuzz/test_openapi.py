@@ -138,6 +138,13 @@ def _moments_are_servable(case: schemathesis.Case[Any], now_ms: int) -> bool:
     return not (isinstance(batch, str) and any(batch in str(e.get("text")) for e in entries))
 
 
+def test_the_run_uses_every_check_and_both_kinds_of_data(api_schema: BaseSchema) -> None:
+    names = {check.__name__ for check in CHECKS}
+    assert names >= {"positive_data_acceptance", "negative_data_rejection", "unsupported_method"}
+    assert len(names) == len(checks.CHECKS.get_all_names())
+    assert set(api_schema.config.generation.modes) == set(schemathesis.GenerationMode)
+
+
 ENVELOPE_STATUSES = {"400", "401", "403", "404", "405", "409", "413", "429", "503"}
 
 
