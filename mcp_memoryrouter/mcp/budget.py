@@ -20,7 +20,7 @@ from mcp_memoryrouter.tokens import est_tokens
 
 MIN_SNIPPET = 300  # characters a trimmed text keeps, however many rows share the budget
 ROW_CHARS = 200  # characters of a row besides its text (id, tier, dates, keys)
-ENVELOPE = 20  # tokens of the JSON-RPC response around a result
+ENVELOPE = 64  # tokens around a result: the JSON-RPC response, the SDK's _meta and resultType
 SETTING = "MEMORYROUTER_MCP_RESULT_TOKENS"
 R = TypeVar("R")
 

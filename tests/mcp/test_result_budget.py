@@ -232,3 +232,28 @@ async def test_the_rest_checkout_keeps_its_documented_50000_token_default(
             batch = await vault.checkout(schemas.CheckoutRequest(tier=1))
     assert sum(est_tokens(m["text"]) for m in over_mcp["memories"]) < 4_000
     assert 45_000 < sum(est_tokens(m.text) for m in batch.memories or []) <= 50_000
+
+
+@pytest.mark.parametrize("budget", [10_000, 2_000])
+async def test_date_pages_cut_to_the_budget_visit_every_row_once(
+    big_vault: BigVault, budget: int
+) -> None:
+    window = {"from_date": "2026-03-01", "to_date": "2026-03-03T23:59:59Z"}
+    async with both_sides(big_vault, budget) as (client, url):
+        async with rest(url, big_vault.key) as vault:
+            body = schemas.DateSearchRequest.model_validate(
+                {"from": window["from_date"], "to": window["to_date"], "max_tokens": 200_000}
+            )
+            everything = [m.id for m in (await vault.date_search(body)).memories]
+        shown: list[str] = []
+        omitted = 0
+        for _ in range(len(everything) + 1):
+            page = ok(await client.call_tool("date_search_memories", window))
+            shown += [m["id"] for m in page["memories"]]
+            omitted += page["omitted"]
+            if not page["truncated"]:
+                break
+            window = {**window, "to_date": page["returned"]["from"]}
+    assert page["truncated"] is False  # paging ended
+    assert len(shown) == len(set(shown)) and set(shown) <= set(everything)
+    assert len(shown) + omitted == len(everything) > 20

@@ -88,33 +88,51 @@ def fit_search(
     )
 
 
-def fit_page(budget: Budget, found: schemas.DateSearchResponse, order: str) -> CallToolResult:
-    """A date page within the budget. A page cut short ends at its last row, inclusively:
-    the next page (to_date = returned.from, or from_date = returned.to) starts with that row
-    again, so nothing is skipped."""
+def _key(row: schemas.MemoryRow, returned: schemas.Covers, order: str) -> str:
+    """A row's date-paging key, as the vault pages (see vault/window.py): its coverage start
+    newest first, its end oldest first, clamped into the window."""
+    if order == "newest_first":
+        return max(row.covers.from_ if row.covers else row.date or "", returned.from_)
+    return min(row.covers.to if row.covers else row.date or "", returned.to)
+
+
+def fit_page(
+    budget: Budget, found: schemas.DateSearchResponse, order: str, ranked: bool
+) -> CallToolResult:
+    """A date page within the budget, cut as the vault cuts pages: after whole groups of rows
+    sharing a paging key, the open bound of ``returned`` set to the first group left out, so
+    following it visits every row once. A first group too large to fit is shown in part,
+    the rest counted in ``omitted``, and paging moves on past it. A relevance-ranked page
+    (with a query) is simply cut short, what it leaves out counted in ``omitted``."""
     rows = fitted_rows(found.memories, budget)
+    keys = [] if ranked else [_key(row, found.returned, order) for row in rows]
+    cuts = [i for i in range(1, len(rows)) if ranked or keys[i] != keys[i - 1]] + [len(rows)]
 
-    def build(k: int) -> CallToolResult:
-        returned = found.returned
-        if 0 < k < len(rows):
-            last = rows[k - 1]
-            if order == "newest_first":
-                edge = last.covers.to if last.covers else last.date
-                returned = returned.model_copy(update={"from_": edge or returned.from_})
-            else:
-                edge = last.covers.from_ if last.covers else last.date
-                returned = returned.model_copy(update={"to": edge or returned.to})
-        return shaped(
-            DateSearchOutput(
-                memories=rows[:k],
-                omitted=len(rows) - k,
-                returned=returned,
-                truncated=found.truncated or k < len(rows),
-                consolidation_suggestion=found.reflection.suggestion,
-            )
+    def build(shown: int, resume: int) -> CallToolResult:
+        returned, truncated = found.returned, found.truncated
+        if resume < len(rows):
+            truncated = True
+            if not ranked:
+                bound = "from_" if order == "newest_first" else "to"
+                returned = returned.model_copy(update={bound: keys[resume]})
+        page = DateSearchOutput(
+            memories=rows[:shown],
+            # left out for good: ranked rows past the cut, or the rest of a group too large
+            omitted=len(rows) - shown if ranked else resume - shown,
+            returned=returned,
+            truncated=truncated,
+            consolidation_suggestion=found.reflection.suggestion,
         )
+        return shaped(page)
 
-    return largest_fit(len(rows), build, budget.fits)
+    groups, result = largest_fit(
+        len(cuts),
+        lambda g: (g, build(cuts[g - 1], cuts[g - 1]) if g else build(0, 0)),
+        lambda candidate: budget.fits(candidate[1]),
+    )
+    if groups > 0 or not rows:
+        return result
+    return largest_fit(cuts[0], lambda k: build(k, cuts[0]), budget.fits)
 
 
 def register(catalog: Catalog, resolve: Resolver) -> None:
@@ -204,7 +222,7 @@ def register(catalog: Catalog, resolve: Resolver) -> None:
                 }
             )
             found = await binding.vault.date_search(body)
-        return fit_page(budget, found, order)
+        return fit_page(budget, found, order, ranked=bool(query and query.strip()))
 
     @catalog.tool(
         title="Memory status",
