@@ -257,3 +257,13 @@ async def test_date_pages_cut_to_the_budget_visit_every_row_once(
     assert page["truncated"] is False  # paging ended
     assert len(shown) == len(set(shown)) and set(shown) <= set(everything)
     assert len(shown) + omitted == len(everything) > 20
+
+
+def test_the_budget_is_the_setting_memoryrouter_mcp_result_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMORYROUTER_MCP_RESULT_TOKENS", "3000")
+    assert Settings().mcp_result_tokens == 3_000
+    monkeypatch.setenv("MEMORYROUTER_MCP_RESULT_TOKENS", "500")
+    with pytest.raises(ValueError, match="mcp_result_tokens"):
+        Settings()
