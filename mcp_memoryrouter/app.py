@@ -55,6 +55,9 @@ from mcp_memoryrouter.private import private_dir, private_file
 from mcp_memoryrouter.vault.app import create_vault_app
 
 INTERNAL_URL = "http://vault.internal"
+# A tool call rides out a 429 that asks for at most this many seconds; a longer wait is a
+# rate_limited tool error at once (the host is waiting, and the model can say when to retry).
+MCP_LONGEST_WAIT = 2.0
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
 
 
@@ -84,8 +87,12 @@ class Server:
 def vault_client(settings: Settings, vault_app: ASGIApp | None) -> VaultClient:
     if vault_app is None:
         assert settings.api_url is not None
-        return VaultClient(settings.api_url)
-    return VaultClient(INTERNAL_URL, transport=httpx2.ASGITransport(app=vault_app))
+        return VaultClient(settings.api_url, longest_wait=MCP_LONGEST_WAIT)
+    return VaultClient(
+        INTERNAL_URL,
+        transport=httpx2.ASGITransport(app=vault_app),
+        longest_wait=MCP_LONGEST_WAIT,
+    )
 
 
 def local_key(settings: Settings, vault_app: Starlette | None) -> str | None:

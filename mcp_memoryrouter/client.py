@@ -6,7 +6,10 @@ uses the network. Non-2xx answers raise the error of :mod:`errors` their envelop
 
 A 429 is retried, up to :data:`MAX_RETRIES` times, after the ``Retry-After`` it names (at
 most :data:`MAX_RETRY_AFTER` seconds each; the sleep is injectable), so long jobs (export,
-import, the consolidation loop) ride out a rate limit instead of failing half-way.
+import, the consolidation loop) ride out a rate limit instead of failing half-way. A client
+made with a smaller ``longest_wait`` (the MCP server's: a host is waiting on the tool call)
+rides out short waits only and raises :class:`RateLimited` at once when asked to wait longer,
+so the model hears how long to wait instead of the host timing out.
 """
 
 from __future__ import annotations
@@ -41,16 +44,20 @@ class VaultClient:
         timeout: float = 30.0,
         http: httpx2.AsyncClient | None = None,
         sleep: Sleep = anyio.sleep,
+        longest_wait: float = MAX_RETRY_AFTER,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._key = key
         self._sleep = sleep
+        self._longest_wait = longest_wait
         self._http = http or httpx2.AsyncClient(
             base_url=self.base_url, transport=transport, timeout=timeout
         )
 
     def with_key(self, key: str) -> VaultClient:
-        return VaultClient(self.base_url, key, http=self._http, sleep=self._sleep)
+        return VaultClient(
+            self.base_url, key, http=self._http, sleep=self._sleep, longest_wait=self._longest_wait
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -150,8 +157,9 @@ class VaultClient:
             except httpx2.HTTPError as exc:
                 raise self._unreachable(exc) from exc
             try:
-                if response.status_code == 429 and attempt < MAX_RETRIES:
-                    await self._sleep(retry_after(response))
+                retry = response.status_code == 429 and attempt < MAX_RETRIES
+                if retry and (wait := retry_after(response)) <= self._longest_wait:
+                    await self._sleep(wait)
                     continue
                 if response.status_code >= 400:
                     await response.aread()

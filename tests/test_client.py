@@ -149,3 +149,32 @@ async def test_retries_are_bounded_then_the_429_is_raised() -> None:
     assert len(sleeps.waits) == MAX_RETRIES == 5
     assert len(server.requests) == MAX_RETRIES + 1
     await client.aclose()
+
+
+async def test_a_client_with_a_short_longest_wait_rides_out_short_waits_only() -> None:
+    """The MCP server's client: a host waits on the tool call, so a long Retry-After is
+    raised at once for the model to relay, not slept through."""
+    body = {"vault": "vr_x", "read_only": False, "mode": "full"}
+    sleeps = Sleeps()
+    short = Throttled(1, ["1"], httpx2.Response(200, json=body))
+    client = VaultClient(
+        "http://vault",
+        "mk_x",
+        transport=httpx2.MockTransport(short),
+        sleep=sleeps,
+        longest_wait=2.0,
+    )
+    assert (await client.with_key("mk_y").key_info()).vault == "vr_x"
+    assert sleeps.waits == [1.0]
+    long = Throttled(1, ["20"], httpx2.Response(200, json=body))
+    client = VaultClient(
+        "http://vault",
+        "mk_x",
+        transport=httpx2.MockTransport(long),
+        sleep=sleeps,
+        longest_wait=2.0,
+    )
+    with pytest.raises(RateLimited):
+        await client.with_key("mk_y").key_info()
+    assert sleeps.waits == [1.0] and len(long.requests) == 1
+    await client.aclose()

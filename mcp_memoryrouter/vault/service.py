@@ -371,9 +371,9 @@ class VaultService:
         session_id: str | None,
         order: str = "date",
     ) -> Lineage:
-        access.require_read()
         """A memory's sources (by date, or most similar first in the default vector space)
         and the reflections built from it."""
+        access.require_read()
         similar_in = self._model_id(None) if order == "similarity" else None
         found = self._store.lineage(access.vault_id, memory_id, offset, INSPECT_PAGE, similar_in)
         tokens = sum(m.tokens for m in (*found.sources, *found.consolidated_into))

@@ -20,12 +20,16 @@ READ_ROUTES = {
     ("POST", "/v1/memory/prepare"),
     ("POST", "/v1/memory/date-search"),
     ("POST", "/v1/memory/inspect"),
+    ("GET", "/v1/memory/export"),
 }
 
 
 def write_calls(owned: Owned) -> dict[tuple[str, str], dict[str, Any] | None]:
     return {
         ("POST", "/v1/keys"): {"name": "escalate"},
+        ("GET", "/v1/keys"): None,  # lists keys: for read-write keys only
+        ("DELETE", "/v1/keys/{key_id}"): None,
+        ("POST", "/v1/memory/import-consolidated"): {"ids": owned.raw_ids},
         ("POST", "/v1/memory/ingest"): {"messages": [{"content": "sneaked in"}]},
         ("POST", "/v1/memory/consolidate/checkout"): {"tier": 1},
         ("POST", "/v1/memory/consolidate/commit"): {
@@ -62,8 +66,10 @@ def test_read_only_keys_are_403_on_every_write_route_and_write_nothing(
         key = minted.json()["key"]
     else:
         key = vault.key + ":read"
+    own_key_id = vault.http.get("/v1/keys", headers=vault.headers()).json()["keys"][0]["id"]
     before = vault.dump()
-    for (method, path), body in write_calls(owned).items():
+    for (method, route), body in write_calls(owned).items():
+        path = route.replace("{key_id}", own_key_id)
         response = vault.http.request(method, path, json=body, headers=vault.headers(key))
         assert_envelope(response, 403, "forbidden")
     assert vault.dump() == before
