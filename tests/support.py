@@ -36,6 +36,14 @@ def sqlite_store(tmp_path: Path) -> AnyStore:
     return SQLiteStore(tmp_path / "vault.sqlite3")
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on right now, for a server process to bind."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 class FakeClock:
     def __init__(self, start_ms: int = T0) -> None:
         self.now_ms = start_ms

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.errors import Unauthorized
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.support import free_port
 
 
 def test_keys_create_json_prints_a_working_key_and_vault(tmp_path: Path) -> None:
@@ -109,15 +109,8 @@ def test_help_explains_each_command() -> None:
         assert result.exit_code == 0 and "Usage:" in result.output
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_serve_runs_a_real_server_and_prints_the_first_key_once(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEMORYROUTER_DATA_DIR": str(tmp_path)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],

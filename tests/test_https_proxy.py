@@ -29,6 +29,7 @@ from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
 from tests.auth.conftest import Browser, serve
 from tests.auth.test_sdk_flow import Flow, ok
+from tests.support import free_port
 
 CADDY = shutil.which("caddy") or "/usr/bin/caddy"
 REQUIRED = os.environ.get("MEMORYROUTER_TEST_CADDY", "").strip() == "1"
@@ -40,13 +41,6 @@ pytestmark = [
         not REQUIRED and not Path(CADDY).exists(), reason="needs Caddy (apt-get install caddy)"
     ),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -91,7 +85,7 @@ def _wait_for_authority(root: Path, proc: subprocess.Popen[bytes], log: Path) ->
 def proxied(tmp_path: Path) -> Iterator[Proxied]:
     if not Path(CADDY).exists():
         pytest.fail("MEMORYROUTER_TEST_CADDY=1 but Caddy is not installed")
-    https_port, http_port = _free_port(), _free_port()
+    https_port, http_port = free_port(), free_port()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     upstream = sock.getsockname()[1]

@@ -7,35 +7,32 @@ from __future__ import annotations
 import os
 import pty
 import select
-import socket
 import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx2
 import pytest
 
 from mcp_memoryrouter.startup import FIRST_KEY_FILE, stdio_command
+from tests.support import free_port
 
 SERVE_SECONDS = 30
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _serve(data_dir: Path, port: int, **streams: int) -> subprocess.Popen[bytes]:
+def _serve(
+    data_dir: Path, port: int, *, stdout: int | IO[bytes], stderr: int | IO[bytes]
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), "MEMORYROUTER_EMBEDDINGS": "none"}
     return subprocess.Popen(
         [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
         env=env,
         stdin=subprocess.DEVNULL,
-        **streams,  # type: ignore[call-overload]
+        stdout=stdout,
+        stderr=stderr,
     )
 
 
@@ -56,7 +53,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_first_key_goes_to_a_0600_file_when_the_output_is_not_a_terminal(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = _serve(tmp_path / "data", port, stderr=out, stdout=out)
@@ -81,7 +78,7 @@ def test_first_key_goes_to_a_0600_file_when_the_output_is_not_a_terminal(tmp_pat
 
 
 def test_first_key_is_shown_on_a_terminal_and_not_written(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     leader, follower = pty.openpty()
     proc = _serve(tmp_path, port, stderr=follower, stdout=subprocess.DEVNULL)
     os.close(follower)

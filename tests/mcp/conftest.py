@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from tests.support import live_server
+from tests.support import free_port, live_server
 
 Mode = Literal["auto", "legacy"]
 
@@ -43,13 +42,6 @@ class McpServer:
             Client(streamable_http_client(self.url, http_client=http), mode=mode) as client,
         ):
             yield client
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

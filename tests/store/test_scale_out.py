@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests import pg
-from tests.support import AnyStore, FakeClock
+from tests.support import AnyStore, FakeClock, free_port
 
 RAW = 20_000
 WORKERS = 16
@@ -47,13 +46,6 @@ BATCHES = (
     "(SELECT count(*) FROM lineage l JOIN memories r ON r.id = l.parent_id "
     " WHERE r.batch_id = b.id) FROM batches b"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
