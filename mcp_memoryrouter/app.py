@@ -51,7 +51,7 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
-from mcp_memoryrouter.private import private_dir, private_file
+from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.vault.app import create_vault_app
 
 INTERNAL_URL = "http://vault.internal"
@@ -108,7 +108,7 @@ def local_key(settings: Settings, vault_app: Starlette | None) -> str | None:
         return path.read_text(encoding="utf-8").strip()
     key, _ = vault_app.state.service.create_vault(name="local")
     private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(key + "\n")
     return str(key)

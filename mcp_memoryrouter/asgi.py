@@ -46,18 +46,22 @@ async def send_json(
     send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     payload = json.dumps(body).encode()
+    json_type = (b"content-type", b"application/json")
+    await send_bytes(send, status, payload, [json_type, *(headers or [])])
+
+
+async def send_bytes(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """A whole response from an ASGI middleware: ``headers`` plus the body's length."""
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *(headers or []),
-            ],
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
         }
     )
-    await send({"type": "http.response.body", "body": payload})
+    await send({"type": "http.response.body", "body": body})
 
 
 def repeated_header(headers: Iterable[tuple[bytes, bytes]], names: Iterable[str]) -> str | None:

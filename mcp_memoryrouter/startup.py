@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_memoryrouter.private import open_private
+
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 FIRST_KEY_FILE = "first-run.key"
 KEY_PLACEHOLDER = "<your memory key>"
@@ -50,8 +52,7 @@ def keep_first_key(vault_ref: str, key: str, data_dir: Path, *, terminal: bool) 
     if terminal:
         return FirstKey(vault_ref, key, None)
     path = data_dir / FIRST_KEY_FILE
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # whatever the umask, and whatever an older file had
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(key + "\n")
     return FirstKey(vault_ref, key, path)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_memoryrouter.asgi import send_bytes
 from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
 
 GUARDED_PATHS = frozenset({"/authorize", "/token", "/revoke", "/register"})
@@ -48,16 +49,6 @@ def buckets(per_minute: int, burst: int, clock: MonotonicMs) -> TokenBuckets | N
     return TokenBuckets(per_minute, burst, clock) if per_minute else None
 
 
-async def answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    start: Message = {
-        "type": "http.response.start",
-        "status": status,
-        "headers": [*headers, (b"content-length", str(len(body)).encode())],
-    }
-    await send(start)
-    await send({"type": "http.response.body", "body": body})
-
-
 async def refuse(send: Send, status: int, message: str, *, page: bool, wait: int | None) -> None:
     headers = [(b"cache-control", b"no-store")]
     if wait is not None:
@@ -65,13 +56,13 @@ async def refuse(send: Send, status: int, message: str, *, page: bool, wait: int
     if page:
         title = "Too many requests" if status == 429 else "Request too large"
         html = f"<!doctype html><title>{title}</title><h1>{title}</h1><p>{message}</p>"
-        await answer(send, status, html.encode(), [*HTML_HEADERS, *headers])
+        await send_bytes(send, status, html.encode(), [*HTML_HEADERS, *headers])
         return
     # RFC 6749 §4.1.2.1 / §5.2 error shape, readable by the browser-based clients the
     # endpoints answer cross-origin (the refusal comes before their CORS wrapper)
     error = "temporarily_unavailable" if status == 429 else "invalid_request"
     body = json.dumps({"error": error, "error_description": message}).encode()
-    await answer(send, status, body, [*JSON_HEADERS, *headers])
+    await send_bytes(send, status, body, [*JSON_HEADERS, *headers])
 
 
 async def capped_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

@@ -20,9 +20,10 @@ from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
 from mcp_memoryrouter.vault.keys import hash_key, split_mode
 from mcp_memoryrouter.vault.presented import presented_key
 
-# /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (cached
-# there for 30 s); throttling it would fail authentication itself, not the work. Neither
-# reads a vault, and a key's 256 random bits make guessing pointless at any rate.
+# /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (on
+# every request, so that a revoked key stops at once); throttling it would fail
+# authentication itself, not the work. Neither reads a vault, and a key's 256 random bits
+# make guessing pointless at any rate.
 UNLIMITED_PATHS = frozenset({"/healthz", "/v1/keys/current"})
 
 
