@@ -29,7 +29,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import p50, p95, server, table, timed
-from mcp_memoryrouter.vault.embeddings import LocalMiniLM
+from mcp_memoryrouter.vault.search.embeddings import LocalMiniLM
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore

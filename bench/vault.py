@@ -26,8 +26,8 @@ import httpx2
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import p50, p95, server, table, timed
-from mcp_memoryrouter.vault import render
-from mcp_memoryrouter.vault.dates import format_ms
+from mcp_memoryrouter.vault.http import render
+from mcp_memoryrouter.vault.rules.dates import format_ms
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore

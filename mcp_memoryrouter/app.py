@@ -32,7 +32,6 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_memoryrouter.auth.access_tokens import AnyOfVerifiers
 from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
 from mcp_memoryrouter.auth.external import (
     BindingsError,
@@ -46,6 +45,7 @@ from mcp_memoryrouter.auth.provider import Lifetimes
 from mcp_memoryrouter.auth.resource import InBandChallenge, ScopeGate, SingleAuthorization
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy, load_policy
 from mcp_memoryrouter.auth.throttle import OAuthLimits
+from mcp_memoryrouter.auth.verifiers import AnyOfVerifiers
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
@@ -267,7 +267,3 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
     client = vault_client(settings, vault_app)
     budget = Budget(settings.mcp_result_tokens)
     return build_server(Binder(client, settings.key), load_policy(), budget), client
-
-
-def create_app(settings: Settings) -> ASGIApp:
-    return create_server(settings).app

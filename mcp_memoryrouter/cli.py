@@ -15,10 +15,10 @@ from mcp_memoryrouter.auth.scopes import PolicyError
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import MemoryRouterError, NotFound, StoreUnavailable, Unauthorized
 from mcp_memoryrouter.startup import Listening, banner, keep_first_key, stdio_command
-from mcp_memoryrouter.vault import render
 from mcp_memoryrouter.vault.app import build_service, migrate_store
+from mcp_memoryrouter.vault.http import render
 from mcp_memoryrouter.vault.keyring import Keyring
-from mcp_memoryrouter.vault.keys import looks_like_key, split_mode
+from mcp_memoryrouter.vault.rules.access import looks_like_key, split_mode
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite_owner import StoreInUse
 

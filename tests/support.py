@@ -20,8 +20,8 @@ from starlette.types import ASGIApp
 
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.app import create_vault_app
-from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore

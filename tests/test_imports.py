@@ -22,21 +22,20 @@ RULES = [
 ]
 # Pure rules: no I/O libraries, no clock reads.
 PURE = [
-    "counters",
-    "window",
-    "prepare",
-    "dating",
-    "tiers",
-    "leases",
-    "lineage",
-    "debt",
-    "contract",
-    "tokens",
-    "chunking",
-    "retrieval",
-    "dates",
-    "keys",
-    "domain",
+    "rules.counters",
+    "rules.window",
+    "rules.prepare",
+    "rules.date_words",
+    "rules.selection",
+    "rules.leases",
+    "rules.coverage",
+    "rules.debt",
+    "rules.contract",
+    "rules.chunking",
+    "search.ranking",
+    "rules.dates",
+    "rules.access",
+    "rules.domain",
 ]
 PURE_FORBIDDEN = ["sqlite3", "time", "os", "httpx2", "fastapi", "starlette", "socket"]
 # Only composition roots read configuration.

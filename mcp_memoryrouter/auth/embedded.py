@@ -19,7 +19,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier
 from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
 from mcp_memoryrouter.auth.pages import CONSENT_PATH, Pages
@@ -35,6 +34,7 @@ from mcp_memoryrouter.auth.sealing import Sealer
 from mcp_memoryrouter.auth.signing import Signer
 from mcp_memoryrouter.auth.store import AUTH_DB_FILE, AuthStore
 from mcp_memoryrouter.auth.throttle import OAuthLimits, Throttle, throttled
+from mcp_memoryrouter.auth.verifiers import GrantTokenVerifier
 from mcp_memoryrouter.client import VaultClient
 
 # Paths answered with "Access-Control-Allow-Origin: *" (browser-based clients discover and

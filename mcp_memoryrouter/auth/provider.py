@@ -33,7 +33,6 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
-from mcp_memoryrouter.auth.access_tokens import GrantTokenVerifier, key_still_accepted
 from mcp_memoryrouter.auth.clients import (
     UNUSED_CLIENT_SECONDS,
     MetadataDocuments,
@@ -46,6 +45,7 @@ from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
 from mcp_memoryrouter.auth.sealing import Sealer
 from mcp_memoryrouter.auth.signing import GRANT_CLAIM, Signer
 from mcp_memoryrouter.auth.store import AuthStore, Grant, PendingRequest, digest
+from mcp_memoryrouter.auth.verifiers import GrantTokenVerifier, key_still_accepted
 from mcp_memoryrouter.client import VaultClient
 
 CODE_SECONDS = 60

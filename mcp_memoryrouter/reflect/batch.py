@@ -20,10 +20,10 @@ from mcp_memoryrouter.errors import (
     ModelFailure,
     NotFound,
 )
-from mcp_memoryrouter.reflect.debt import SourceTier
 from mcp_memoryrouter.reflect.models import Model
 from mcp_memoryrouter.reflect.parse import Entry, EntryRules, parse_answer
 from mcp_memoryrouter.reflect.prompt import model_input, retry_input
+from mcp_memoryrouter.reflect.trigger import SourceTier
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from typing import Literal
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.batch import BatchResult, NothingFree, consolidate_batch
-from mcp_memoryrouter.reflect.debt import SourceTier, next_tier, tiers_named
 from mcp_memoryrouter.reflect.models import Model
+from mcp_memoryrouter.reflect.trigger import SourceTier, next_tier, tiers_named
 
 MAX_BATCHES_PER_TRIGGER = 3
 MAX_FAILURES_IN_A_ROW = 3

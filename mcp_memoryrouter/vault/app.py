@@ -11,12 +11,17 @@ from fastapi import FastAPI
 from mcp_memoryrouter import __version__
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.private import new_private_dir, private_dir
-from mcp_memoryrouter.vault.api import router
-from mcp_memoryrouter.vault.boundary import BodyLimit, install_error_handlers
-from mcp_memoryrouter.vault.embeddings import Embedder, Embedders, LocalMiniLM, OpenAICompatible
+from mcp_memoryrouter.vault.http.api import router
+from mcp_memoryrouter.vault.http.boundary import BodyLimit, install_error_handlers
+from mcp_memoryrouter.vault.http.openapi import with_server_rules
+from mcp_memoryrouter.vault.http.ratelimit import MonotonicMs, RateLimit, TokenBuckets
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
-from mcp_memoryrouter.vault.openapi import with_server_rules
-from mcp_memoryrouter.vault.ratelimit import MonotonicMs, RateLimit, TokenBuckets
+from mcp_memoryrouter.vault.search.embeddings import (
+    Embedder,
+    Embedders,
+    LocalMiniLM,
+    OpenAICompatible,
+)
 from mcp_memoryrouter.vault.service import Clock, VaultService
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.store import Store
 
 log = logging.getLogger("mcp_memoryrouter.vault.indexer")

@@ -10,15 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mcp_memoryrouter.errors import Conflict, NotFound, Unauthorized
-from mcp_memoryrouter.vault.domain import (
-    KeyRecord,
-    key_prefix,
-    new_key_id,
-    new_memory_key,
-    new_vault_id,
-    new_vault_ref,
-)
-from mcp_memoryrouter.vault.keys import (
+from mcp_memoryrouter.vault.rules.access import (
     TOUCH_EVERY_MS,
     Access,
     hash_key,
@@ -27,6 +19,14 @@ from mcp_memoryrouter.vault.keys import (
     missing_key,
     split_mode,
     touch_due,
+)
+from mcp_memoryrouter.vault.rules.domain import (
+    KeyRecord,
+    key_prefix,
+    new_key_id,
+    new_memory_key,
+    new_vault_id,
+    new_vault_ref,
 )
 from mcp_memoryrouter.vault.store import Store
 

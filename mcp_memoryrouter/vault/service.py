@@ -10,8 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.vault import chunking, contract, leases, tiers, window
-from mcp_memoryrouter.vault.domain import (
+from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
+from mcp_memoryrouter.vault.keyring import Keyring
+from mcp_memoryrouter.vault.rules import chunking, contract, leases, selection, window
+from mcp_memoryrouter.vault.rules.access import Access
+from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     CommitOutcome,
     Counters,
@@ -34,15 +38,11 @@ from mcp_memoryrouter.vault.domain import (
     new_batch_id,
     new_memory_id,
 )
-from mcp_memoryrouter.vault.embeddings import Embedders
-from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
-from mcp_memoryrouter.vault.keyring import Keyring
-from mcp_memoryrouter.vault.keys import Access
-from mcp_memoryrouter.vault.prepare import Budget, build_context
-from mcp_memoryrouter.vault.retrieval import fuse, lift_sources, query_terms, smooth
+from mcp_memoryrouter.vault.rules.prepare import Budget, build_context
+from mcp_memoryrouter.vault.rules.window import Order
+from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.vault.search.ranking import fuse, lift_sources, query_terms, smooth
 from mcp_memoryrouter.vault.store import Store
-from mcp_memoryrouter.vault.tokens import est_tokens
-from mcp_memoryrouter.vault.window import Order
 
 Clock = Callable[[], int]
 INSPECT_PAGE = 500
@@ -189,7 +189,7 @@ class VaultService:
         self, access: Access, query: str, limit: int, where: SearchFilter, embeddings: str | None
     ) -> list[ScoredMemory]:
         """BM25 and vector candidates, fused, smoothed over neighbours, then sources lifted by
-        the relevant reflections built on them (see :mod:`retrieval`)."""
+        the relevant reflections built on them (see :mod:`.search.ranking`)."""
         embedder = self._embedders.get(self._embedders.resolve(embeddings))
         depth = max(limit * 3, CANDIDATES)
         terms = query_terms(query)
@@ -285,7 +285,7 @@ class VaultService:
         result = self._store.checkout(
             access.vault_id,
             tier,
-            tiers.selection_for(tier, cap),
+            selection.selection_for(tier, cap),
             new_batch_id(),
             now,
             leases.lease_until(now, self._lease_seconds),
@@ -436,7 +436,7 @@ class DatePage:
 def _budget(max_tokens: float) -> int:
     if not math.isfinite(max_tokens):
         raise InvalidRequest("max_tokens must be a finite number", {"field": "max_tokens"})
-    return tiers.clamp_budget(int(max_tokens))
+    return selection.clamp_budget(int(max_tokens))
 
 
 def _returned(page: window.Page, start: int, end: int, order: Order) -> tuple[int, int]:
@@ -444,7 +444,3 @@ def _returned(page: window.Page, start: int, end: int, order: Order) -> tuple[in
     if page.boundary is None:
         return start, end
     return (page.boundary, end) if order == "newest_first" else (start, page.boundary)
-
-
-def reflection_tier(tier: SourceTier) -> Tier:
-    return 2 if tier == 1 else 3

@@ -16,7 +16,7 @@ from schemathesis import BaseSchema, checks
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.vault.app import create_vault_app
-from mcp_memoryrouter.vault.dates import parse_moment
+from mcp_memoryrouter.vault.rules.dates import parse_moment
 from tests.support import Vault, make_vault
 
 checks.load_all_checks()

@@ -16,7 +16,7 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
-from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import Vault, make_vault
 from tests.vault.embedders import ConceptEmbedder
 from tests.vault.test_consolidation_api import checkout, commit

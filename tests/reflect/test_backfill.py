@@ -8,7 +8,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from mcp_memoryrouter.cli import main
-from mcp_memoryrouter.vault.contract import reflection_contract
+from mcp_memoryrouter.vault.rules.contract import reflection_contract
 from tests.reflect.conftest import ModelProgram, Served, assert_no_ids
 
 

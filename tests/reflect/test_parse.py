@@ -8,9 +8,9 @@ import pytest
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.errors import InvalidAnswer
-from mcp_memoryrouter.reflect.debt import next_tier, tiers_named
 from mcp_memoryrouter.reflect.parse import Entry, EntryRules, parse_answer
 from mcp_memoryrouter.reflect.prompt import model_input, retry_input
+from mcp_memoryrouter.reflect.trigger import next_tier, tiers_named
 
 ENTRIES = [{"text": "  Ana chose Postgres for auth.  ", "importance": 7}]
 RULES = EntryRules()

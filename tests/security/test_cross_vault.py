@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from mcp_memoryrouter.vault.domain import new_batch_id
+from mcp_memoryrouter.vault.rules.domain import new_batch_id
 from tests.security.conftest import ENTRY, Owned
 from tests.support import Vault
 

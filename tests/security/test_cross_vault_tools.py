@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcp_memoryrouter.vault.domain import new_batch_id
+from mcp_memoryrouter.vault.rules.domain import new_batch_id
 from tests.security.conftest import ENTRY, Owned, text_of, tools_for
 from tests.support import Vault
 

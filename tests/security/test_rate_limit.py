@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.vault.ratelimit import TokenBuckets
+from mcp_memoryrouter.vault.http.ratelimit import TokenBuckets
 from tests.security.conftest import LimitedVault
 from tests.support import FakeClock
 from tests.vault.test_keys_api import assert_envelope

@@ -18,14 +18,14 @@ from starlette.testclient import TestClient
 
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.vault import tiers
 from mcp_memoryrouter.vault.app import create_vault_app, open_store
-from mcp_memoryrouter.vault.domain import Batch, Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.rules import selection
+from mcp_memoryrouter.vault.rules.domain import Batch, Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.search.vectors import Pending
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store import postgres_lexical
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.postgres_schema import migrate
-from mcp_memoryrouter.vault.vectors import Pending
 from tests import pg
 from tests.support import T0
 
@@ -97,7 +97,7 @@ def test_parallel_checkouts_on_two_replicas_never_share_a_row(
     one, two = replicas(), replicas()
     one.create_vault("v", "vr_v", T0)
     one.ingest("v", raw(400), None)
-    rule = tiers.Selection(100, None, None)  # ten rows a batch
+    rule = selection.Selection(100, None, None)  # ten rows a batch
     taken: list[str] = []
     lock = threading.Lock()
 
@@ -126,7 +126,7 @@ def test_concurrent_commits_of_one_batch_on_two_replicas_write_once(
     one, two = replicas(), replicas()
     one.create_vault("v", "vr_v", T0)
     one.ingest("v", raw(20), None)
-    batch = one.checkout("v", 1, tiers.selection_for(1, None), "cb_x", T0, T0 + 900_000, None)
+    batch = one.checkout("v", 1, selection.selection_for(1, None), "cb_x", T0, T0 + 900_000, None)
     assert isinstance(batch, Batch)
     entries = [Entry("what happened", 5), Entry("and then", 6)]
     outcomes = []

@@ -16,8 +16,8 @@ from starlette.testclient import TestClient
 
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.app import create_vault_app
-from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
-from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.rules.domain import NewRaw, SearchFilter
+from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from tests import pg

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mcp_memoryrouter.vault.embeddings import Vectors, normalize
+from mcp_memoryrouter.vault.search.embeddings import Vectors, normalize
 
 # A tiny "meaning" table: words that mean the same thing share a concept axis.
 CONCEPTS = {

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_memoryrouter.vault.dates import format_ms
-from mcp_memoryrouter.vault.domain import Batch, Entry, SearchFilter
-from mcp_memoryrouter.vault.keys import Access
+from mcp_memoryrouter.vault.rules.access import Access
+from mcp_memoryrouter.vault.rules.dates import format_ms
+from mcp_memoryrouter.vault.rules.domain import Batch, Entry, SearchFilter
+from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from mcp_memoryrouter.vault.window import Order
 from tests import pg
 from tests.support import FakeClock, Vault
 from tests.vault.test_consolidation_api import checkout, commit

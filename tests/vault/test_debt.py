@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from mcp_memoryrouter.vault.debt import debt_block
-from mcp_memoryrouter.vault.domain import Counters
+from mcp_memoryrouter.vault.rules.debt import debt_block
+from mcp_memoryrouter.vault.rules.domain import Counters
 from tests.support import Vault
 
 
@@ -27,7 +27,7 @@ def recount(vault: Vault) -> dict[str, Any]:
 
 
 def _hash(key: str) -> str:
-    from mcp_memoryrouter.vault.keys import hash_key
+    from mcp_memoryrouter.vault.rules.access import hash_key
 
     return hash_key(key)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from mcp_memoryrouter.vault import render
-from mcp_memoryrouter.vault.domain import ExportedMemory
+from mcp_memoryrouter.vault.http import render
+from mcp_memoryrouter.vault.rules.domain import ExportedMemory
 from mcp_memoryrouter.vault.service import EXPORT_PAGE
 from tests.support import Vault
 

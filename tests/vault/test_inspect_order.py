@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcp_memoryrouter.vault.embeddings import Embedders
+from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import StoreFactory, Vault, make_vault
 from tests.vault.embedders import ConceptEmbedder
 from tests.vault.test_consolidation_api import checkout, commit

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memoryrouter.vault import lexical
-from mcp_memoryrouter.vault.domain import Entry, NewRaw, SearchFilter
-from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
-from mcp_memoryrouter.vault.lexical import BM25, FTS5_BM25
-from mcp_memoryrouter.vault.retrieval import query_terms
+from mcp_memoryrouter.vault.rules.domain import Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.search import lexical
+from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.vault.search.lexical import BM25, FTS5_BM25
+from mcp_memoryrouter.vault.search.ranking import query_terms
 from mcp_memoryrouter.vault.store import sqlite_lexical
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.vault.test_search_speed_paths import fts5_ranking

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.vault.contract import MAX_ENTRY_CHARS, check_entries
-from mcp_memoryrouter.vault.domain import Entry
-from mcp_memoryrouter.vault.embeddings import Embedder, Embedders
+from mcp_memoryrouter.vault.rules.contract import MAX_ENTRY_CHARS, check_entries
+from mcp_memoryrouter.vault.rules.domain import Entry
+from mcp_memoryrouter.vault.search.embeddings import Embedder, Embedders
 from tests.support import Vault, make_vault
 
 ISO_MOMENT = {"anyOf": [{"format": "date"}, {"format": "date-time"}]}

@@ -11,9 +11,9 @@ from starlette.testclient import TestClient
 
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.app import build_service, create_vault_app
-from mcp_memoryrouter.vault.domain import SearchFilter
-from mcp_memoryrouter.vault.embeddings import Embedders
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
+from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from tests.support import FakeClock, StoreFactory
 from tests.vault.embedders import ConceptEmbedder

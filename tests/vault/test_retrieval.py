@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from mcp_memoryrouter.errors import StoreUnavailable
-from mcp_memoryrouter.vault.domain import SearchFilter
-from mcp_memoryrouter.vault.embeddings import Embedders, LocalMiniLM, OpenAICompatible
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search.embeddings import Embedders, LocalMiniLM, OpenAICompatible
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import FakeClock, StoreFactory, Vault, make_vault
@@ -273,8 +273,8 @@ def test_a_short_answer_is_found_through_the_turn_before_it(hybrid: Vault) -> No
 
 
 def test_neighbours_lift_each_other_only_within_one_conversation() -> None:
-    from mcp_memoryrouter.vault.domain import Memory, ScoredMemory
-    from mcp_memoryrouter.vault.retrieval import smooth
+    from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory
+    from mcp_memoryrouter.vault.search.ranking import smooth
 
     def hit(seq: int, score: float, date: int = 0, session: str | None = None) -> ScoredMemory:
         memory = Memory(f"m{seq}", 1, "x", 1, date, date, "user", None, session, None, seq)
@@ -317,8 +317,8 @@ def test_a_relevant_reflection_lifts_the_rows_it_was_built_from(vault: Vault) ->
 
 
 def test_sources_gain_half_their_best_parents_score_and_nothing_else_moves() -> None:
-    from mcp_memoryrouter.vault.domain import Memory, ScoredMemory
-    from mcp_memoryrouter.vault.retrieval import lift_sources
+    from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory
+    from mcp_memoryrouter.vault.search.ranking import lift_sources
 
     def hit(key: str, tier: Literal[1, 2, 3], score: float) -> ScoredMemory:
         memory = Memory(key, tier, "x", 1, 0, 0, "user", None, None, None, 0)

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.vault import chunking, contract, debt, tiers
-from mcp_memoryrouter.vault.dates import format_ms, parse_moment
-from mcp_memoryrouter.vault.domain import Candidate, Counters, Entry
-from mcp_memoryrouter.vault.tokens import est_tokens
+from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault.rules import chunking, contract, debt, selection
+from mcp_memoryrouter.vault.rules.dates import format_ms, parse_moment
+from mcp_memoryrouter.vault.rules.domain import Candidate, Counters, Entry
 
 
 def test_est_tokens_is_ceil_of_chars_over_four() -> None:
@@ -70,31 +70,31 @@ def _rows(*spec: tuple[int, int | None]) -> list[Candidate]:
 
 
 def test_tier1_budget_takes_oldest_rows_while_the_total_fits() -> None:
-    rule = tiers.selection_for(1, None)
-    chosen = tiers.select(_rows(*[(20_000, None)] * 4), rule)
+    rule = selection.selection_for(1, None)
+    chosen = selection.select(_rows(*[(20_000, None)] * 4), rule)
     assert [c.id for c in chosen] == ["id0", "id1"]
 
 
 def test_a_single_row_larger_than_the_budget_forms_a_batch_alone() -> None:
-    rule = tiers.selection_for(1, 1_000)
-    assert [c.id for c in tiers.select(_rows((5_000, None), (10, None)), rule)] == ["id0"]
+    rule = selection.selection_for(1, 1_000)
+    assert [c.id for c in selection.select(_rows((5_000, None), (10, None)), rule)] == ["id0"]
 
 
 def test_max_tokens_is_clamped_to_1000_200000() -> None:
-    assert tiers.selection_for(1, 5).token_budget == 1_000
-    assert tiers.selection_for(2, 10**9).token_budget == 200_000
-    assert tiers.selection_for(2, 5_000).importance_target is None
+    assert selection.selection_for(1, 5).token_budget == 1_000
+    assert selection.selection_for(2, 10**9).token_budget == 200_000
+    assert selection.selection_for(2, 5_000).importance_target is None
 
 
 def test_tier2_takes_reflections_until_importance_reaches_150_final_row_completes() -> None:
-    rule = tiers.selection_for(2, None)
-    chosen = tiers.select(_rows(*[(100, 7)] * 30), rule)
+    rule = selection.selection_for(2, None)
+    chosen = selection.select(_rows(*[(100, 7)] * 30), rule)
     assert len(chosen) == 22  # 21 * 7 = 147 < 150, the 22nd completes it
     assert sum(c.importance or 0 for c in chosen) == 154
 
 
 def test_tier2_stops_at_the_10000_token_soft_cap() -> None:
-    chosen = tiers.select(_rows(*[(3_000, 1)] * 10), tiers.selection_for(2, None))
+    chosen = selection.select(_rows(*[(3_000, 1)] * 10), selection.selection_for(2, None))
     assert len(chosen) == 3
 
 
@@ -152,7 +152,7 @@ def test_contract_instructions_differ_per_target_tier_and_carry_the_version() ->
 
 
 def test_common_terms_are_pruned_only_in_large_indexes() -> None:
-    from mcp_memoryrouter.vault.retrieval import prune_common
+    from mcp_memoryrouter.vault.search.ranking import prune_common
 
     # Only terms in more than half of the memories go: BM25 gives them no weight at all.
     freq = {"the": 1_100, "team": 600, "release": 40, "ship": 5}

@@ -13,12 +13,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from mcp_memoryrouter.vault.domain import NewRaw, SearchFilter
-from mcp_memoryrouter.vault.lexical import FTS5_BM25
-from mcp_memoryrouter.vault.rowtable import IndexRow
+from mcp_memoryrouter.vault.rules.domain import NewRaw, SearchFilter
+from mcp_memoryrouter.vault.search.lexical import FTS5_BM25
+from mcp_memoryrouter.vault.search.rowtable import IndexRow
+from mcp_memoryrouter.vault.search.vectors import VectorIndex
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from mcp_memoryrouter.vault.store.sqlite_lexical import TOKENIZE
-from mcp_memoryrouter.vault.vectors import VectorIndex
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
 DAY_MS = 86_400_000

@@ -89,7 +89,7 @@ def fit_search(
 
 
 def _key(row: schemas.MemoryRow, returned: schemas.Covers, order: str) -> str:
-    """A row's date-paging key, as the vault pages (see vault/window.py): its coverage start
+    """A row's date-paging key, as the vault pages (see vault/rules/window.py): its coverage start
     newest first, its end oldest first, clamped into the window."""
     if order == "newest_first":
         return max(row.covers.from_ if row.covers else row.date or "", returned.from_)

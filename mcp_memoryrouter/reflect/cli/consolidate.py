@@ -22,9 +22,9 @@ from mcp_memoryrouter.reflect.cli.options import (
     vault_failure,
     vault_options,
 )
-from mcp_memoryrouter.reflect.debt import SourceTier
 from mcp_memoryrouter.reflect.loop import RunReport, backfill
 from mcp_memoryrouter.reflect.models import Model
+from mcp_memoryrouter.reflect.trigger import SourceTier
 
 
 @click.command()

@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from mcp_memoryrouter.vault.domain import (
+from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     CommitOutcome,
     Counters,
@@ -32,9 +32,9 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
-from mcp_memoryrouter.vault.tiers import Selection
-from mcp_memoryrouter.vault.vectors import Pending
-from mcp_memoryrouter.vault.window import Order, Page
+from mcp_memoryrouter.vault.rules.selection import Selection
+from mcp_memoryrouter.vault.rules.window import Order, Page
+from mcp_memoryrouter.vault.search.vectors import Pending
 
 
 class Store(Protocol):

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from mcp_memoryrouter.vault import counters
-from mcp_memoryrouter.vault.domain import Created, ExportedMemory, new_memory_id
+from mcp_memoryrouter.vault.rules import counters
+from mcp_memoryrouter.vault.rules.domain import Created, ExportedMemory, new_memory_id
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row
 
 MAX_MARK_IDS = 500

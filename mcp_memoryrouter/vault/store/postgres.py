@@ -21,8 +21,8 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_memoryrouter.errors import StoreUnavailable
-from mcp_memoryrouter.vault.dating import date_words
-from mcp_memoryrouter.vault.domain import (
+from mcp_memoryrouter.vault.rules.date_words import date_words
+from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     CommitOutcome,
     Counters,
@@ -43,6 +43,9 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
+from mcp_memoryrouter.vault.rules.selection import Selection
+from mcp_memoryrouter.vault.rules.window import Order, Page
+from mcp_memoryrouter.vault.search.vectors import Pending
 from mcp_memoryrouter.vault.store import (
     backup_rows,
     postgres_delete,
@@ -54,9 +57,6 @@ from mcp_memoryrouter.vault.store import (
 from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS, filter_sql
 from mcp_memoryrouter.vault.store.postgres_schema import migrate
 from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
-from mcp_memoryrouter.vault.tiers import Selection
-from mcp_memoryrouter.vault.vectors import Pending
-from mcp_memoryrouter.vault.window import Order, Page
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from mcp_memoryrouter.vault import counters
+from mcp_memoryrouter.vault.rules import counters
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

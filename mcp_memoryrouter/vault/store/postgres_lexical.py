@@ -4,7 +4,7 @@ A word in a large share of a vault's memories (a name in a two-person conversati
 in a diary) barely changes the ranking, yet an OR-query with it makes ``ts_rank_cd`` score a
 large share of the vault: at 100k memories one such word turned a 30 ms search into 200 ms.
 The SQLite store drops these words with the document frequencies of its own index
-(:func:`retrieval.prune_common`); here they come from the vault's own memories, never from
+(:func:`search.ranking.prune_common`); here they come from the vault's own memories, never from
 the whole table (another vault's memories must not decide what this one searches, nor
 reveal what they hold): the vault's row count from its counters, and each lexeme's share of
 a sample of the vault's memories, its 2,000 most recent (all of them in a smaller vault,
@@ -23,7 +23,7 @@ from typing import Any
 
 import psycopg
 
-from mcp_memoryrouter.vault.retrieval import COMMON_SHARE, PRUNE_FROM_ROWS, prune_common
+from mcp_memoryrouter.vault.search.ranking import COMMON_SHARE, PRUNE_FROM_ROWS, prune_common
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

@@ -16,9 +16,12 @@ from typing import Any
 import psycopg
 
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
-from mcp_memoryrouter.vault import counters, leases, lineage, tiers
-from mcp_memoryrouter.vault.dating import date_words
-from mcp_memoryrouter.vault.domain import (
+from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault.rules import counters, leases
+from mcp_memoryrouter.vault.rules import coverage as lineage
+from mcp_memoryrouter.vault.rules import selection as tiers
+from mcp_memoryrouter.vault.rules.date_words import date_words
+from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     Candidate,
     CommitOutcome,
@@ -33,7 +36,6 @@ from mcp_memoryrouter.vault.domain import (
 )
 from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS
 from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
-from mcp_memoryrouter.vault.tokens import est_tokens
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 _FETCH = 256  # candidate rows per round trip of the checkout cursor

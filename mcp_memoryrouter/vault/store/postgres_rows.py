@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_memoryrouter.vault.domain import SearchFilter
+from mcp_memoryrouter.vault.rules.domain import SearchFilter
 
 # The same columns, in the same order, as the SQLite store: rows map through one function.
 MEMORY_COLUMNS = (

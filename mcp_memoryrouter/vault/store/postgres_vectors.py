@@ -20,13 +20,13 @@ import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
-from mcp_memoryrouter.vault.domain import ScoredMemory, SearchFilter
-from mcp_memoryrouter.vault.retrieval import NEIGHBOUR_GAP_MS
-from mcp_memoryrouter.vault.rowtable import IndexRow
+from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.search.ranking import NEIGHBOUR_GAP_MS
+from mcp_memoryrouter.vault.search.rowtable import IndexRow
+from mcp_memoryrouter.vault.search.vectors import Pending
 from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS, filter_sql
 from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
 from mcp_memoryrouter.vault.store.sqlite_vectors import embedding_text
-from mcp_memoryrouter.vault.vectors import Pending
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 EXACT_MAX = 20_000  # filtered rows scored exactly; beyond this the HNSW index answers
@@ -62,7 +62,7 @@ def take(conn: Conn, model: str, limit: int, ids: Sequence[str] = ()) -> list[Pe
         f"{among}ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING seq) "
         "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
         "m.content, p.content FROM claimed q JOIN memories m ON m.seq = q.seq "
-        # the turn just before, in the same conversation (see retrieval.NEIGHBOUR_GAP_MS)
+        # the turn just before, in the same conversation (see search.ranking.NEIGHBOUR_GAP_MS)
         "LEFT JOIN memories p ON p.seq = m.seq - 1 AND p.vault_id = m.vault_id AND p.tier = 1 "
         "AND m.tier = 1 AND p.session_id IS NOT DISTINCT FROM m.session_id "
         "AND abs(p.date_from - m.date_from) <= %s ORDER BY m.seq",

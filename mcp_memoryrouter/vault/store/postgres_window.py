@@ -10,10 +10,10 @@ from typing import Any
 
 import psycopg
 
-from mcp_memoryrouter.vault.domain import Memory, SearchFilter
+from mcp_memoryrouter.vault.rules.domain import Memory, SearchFilter
+from mcp_memoryrouter.vault.rules.window import Order, Page, sort_key, take_page
 from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS
 from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
-from mcp_memoryrouter.vault.window import Order, Page, sort_key, take_page
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 _FETCH = 200

@@ -22,9 +22,9 @@ import numpy.typing as npt
 
 from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.private import private_database
-from mcp_memoryrouter.vault import counters
-from mcp_memoryrouter.vault.dating import date_words
-from mcp_memoryrouter.vault.domain import (
+from mcp_memoryrouter.vault.rules import counters
+from mcp_memoryrouter.vault.rules.date_words import date_words
+from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     CommitOutcome,
     Counters,
@@ -45,8 +45,11 @@ from mcp_memoryrouter.vault.domain import (
     UsageEvent,
     UsageLine,
 )
-from mcp_memoryrouter.vault.lexical import BM25, Bm25, LexicalIndex
-from mcp_memoryrouter.vault.retrieval import prune_common
+from mcp_memoryrouter.vault.rules.selection import Selection
+from mcp_memoryrouter.vault.rules.window import Order, Page
+from mcp_memoryrouter.vault.search.lexical import BM25, Bm25, LexicalIndex
+from mcp_memoryrouter.vault.search.ranking import prune_common
+from mcp_memoryrouter.vault.search.vectors import Pending, VectorIndex
 from mcp_memoryrouter.vault.store import (
     backup_rows,
     sqlite_lexical,
@@ -60,9 +63,6 @@ from mcp_memoryrouter.vault.store.sqlite_rows import (
     memory_from_row,
     placeholders,
 )
-from mcp_memoryrouter.vault.tiers import Selection
-from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
-from mcp_memoryrouter.vault.window import Order, Page
 
 log = logging.getLogger(__name__)
 

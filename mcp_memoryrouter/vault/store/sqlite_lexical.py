@@ -1,4 +1,4 @@
-"""The SQLite store's in-memory BM25 index (:mod:`mcp_memoryrouter.vault.lexical`): its
+"""The SQLite store's in-memory BM25 index (:mod:`mcp_memoryrouter.vault.search.lexical`): its
 tokens come from FTS5 itself, and a change log kept by triggers keeps it in step.
 
 - **Tokens.** An in-memory FTS5 table with the vault's tokenizer turns text into tokens
@@ -16,8 +16,8 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 
-from mcp_memoryrouter.vault.lexical import Bm25, LexicalDoc, LexicalIndex
-from mcp_memoryrouter.vault.rowtable import IndexRow
+from mcp_memoryrouter.vault.search.lexical import Bm25, LexicalDoc, LexicalIndex
+from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sqlite_rows import placeholders
 
 # The tokenizer of ``memories_fts`` (migration 0003); a test reads it back from the schema.

@@ -11,9 +11,12 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
-from mcp_memoryrouter.vault import counters, leases, lineage, tiers
-from mcp_memoryrouter.vault.dating import date_words
-from mcp_memoryrouter.vault.domain import (
+from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault.rules import counters, leases
+from mcp_memoryrouter.vault.rules import coverage as lineage
+from mcp_memoryrouter.vault.rules import selection as tiers
+from mcp_memoryrouter.vault.rules.date_words import date_words
+from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     Candidate,
     CommitOutcome,
@@ -27,7 +30,6 @@ from mcp_memoryrouter.vault.domain import (
     new_memory_id,
 )
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
-from mcp_memoryrouter.vault.tokens import est_tokens
 
 
 def _free_candidates(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import cast
 
-from mcp_memoryrouter.vault.domain import Memory, Role, Tier
+from mcp_memoryrouter.vault.rules.domain import Memory, Role, Tier
 
 MEMORY_COLUMNS = (
     "m.id, m.tier, m.content, m.tokens, m.date_from, m.date_to, m.role, m.importance, "

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from mcp_memoryrouter.vault.dating import date_words
-from mcp_memoryrouter.vault.retrieval import NEIGHBOUR_GAP_MS
-from mcp_memoryrouter.vault.rowtable import IndexRow
-from mcp_memoryrouter.vault.vectors import Pending, VectorIndex
+from mcp_memoryrouter.vault.rules.date_words import date_words
+from mcp_memoryrouter.vault.search.ranking import NEIGHBOUR_GAP_MS
+from mcp_memoryrouter.vault.search.rowtable import IndexRow
+from mcp_memoryrouter.vault.search.vectors import Pending, VectorIndex
 
 
 def embedding_text(content: str, date_from: int, date_to: int, before: str | None = None) -> str:

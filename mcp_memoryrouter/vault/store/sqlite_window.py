@@ -6,9 +6,9 @@ import heapq
 import sqlite3
 from collections.abc import Iterator
 
-from mcp_memoryrouter.vault.domain import Memory, SearchFilter
+from mcp_memoryrouter.vault.rules.domain import Memory, SearchFilter
+from mcp_memoryrouter.vault.rules.window import Order, Page, sort_key, take_page
 from mcp_memoryrouter.vault.store.sqlite_rows import MEMORY_COLUMNS, memory_from_row, placeholders
-from mcp_memoryrouter.vault.window import Order, Page, sort_key, take_page
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params: list[object]) -> Iterator[Memory]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mcp_memoryrouter.vault.domain import Candidate, SourceTier
+from mcp_memoryrouter.vault.rules.domain import Candidate, SourceTier
 
 DEFAULT_TOKEN_BUDGET = 50_000
 MIN_TOKEN_BUDGET = 1_000

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.vault.domain import Entry, SourceTier
+from mcp_memoryrouter.vault.rules.domain import Entry, SourceTier
 
 CONTRACT_VERSION = 1
 MIN_ENTRIES = 1

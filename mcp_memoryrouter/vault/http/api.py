@@ -13,12 +13,12 @@ from starlette.convertors import StringConvertor, register_url_convertor
 
 from mcp_memoryrouter import __version__, schemas
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.vault import render
-from mcp_memoryrouter.vault.dates import format_ms, parse_moment
-from mcp_memoryrouter.vault.domain import Entry, SearchFilter, Tier
-from mcp_memoryrouter.vault.keys import Access
-from mcp_memoryrouter.vault.prepare import budget_for
-from mcp_memoryrouter.vault.presented import presented_key
+from mcp_memoryrouter.vault.http import render
+from mcp_memoryrouter.vault.http.presented import presented_key
+from mcp_memoryrouter.vault.rules.access import Access
+from mcp_memoryrouter.vault.rules.dates import format_ms, parse_moment
+from mcp_memoryrouter.vault.rules.domain import Entry, SearchFilter, Tier
+from mcp_memoryrouter.vault.rules.prepare import budget_for
 from mcp_memoryrouter.vault.service import INSPECT_PAGE, IncomingMessage, VaultService
 
 _DAY_MS = 86_400_000

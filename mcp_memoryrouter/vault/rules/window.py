@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from mcp_memoryrouter.vault.domain import Memory
+from mcp_memoryrouter.vault.rules.domain import Memory
 
 Order = Literal["newest_first", "oldest_first"]
 DEFAULT_BUDGET = 50_000

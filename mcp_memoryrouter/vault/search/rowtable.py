@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mcp_memoryrouter.vault.domain import SearchFilter
+from mcp_memoryrouter.vault.rules.domain import SearchFilter
 
 _GROW = 1.5
 

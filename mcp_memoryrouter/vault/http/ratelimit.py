@@ -17,8 +17,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_memoryrouter.asgi import send_json
 from mcp_memoryrouter.errors import InvalidRequest, RateLimited
 from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
-from mcp_memoryrouter.vault.keys import hash_key, split_mode
-from mcp_memoryrouter.vault.presented import presented_key
+from mcp_memoryrouter.vault.http.presented import presented_key
+from mcp_memoryrouter.vault.rules.access import hash_key, split_mode
 
 # /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (on
 # every request, so that a revoked key stops at once); throttling it would fail

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from mcp_memoryrouter.vault.dates import format_ms
-from mcp_memoryrouter.vault.domain import Memory, ScoredMemory
-from mcp_memoryrouter.vault.tokens import est_tokens
+from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault.rules.dates import format_ms
+from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory
 
 Density = Literal["low", "default", "high", "xhigh"]
 

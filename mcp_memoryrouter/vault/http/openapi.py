@@ -16,7 +16,7 @@ import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from mcp_memoryrouter.vault.contract import MAX_ENTRIES, MAX_ENTRY_CHARS, MIN_ENTRIES
+from mcp_memoryrouter.vault.rules.contract import MAX_ENTRIES, MAX_ENTRY_CHARS, MIN_ENTRIES
 
 Document = dict[str, Any]
 Constraint = dict[str, Any]

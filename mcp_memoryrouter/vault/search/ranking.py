@@ -1,11 +1,12 @@
-"""Turning a query into lexical search terms."""
+"""The ranking rules of hybrid retrieval: query terms, common-word pruning, lexical and dense
+fusion, neighbour smoothing, and lifting the sources of a relevant reflection. Pure."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
 
-from mcp_memoryrouter.vault.domain import ScoredMemory
+from mcp_memoryrouter.vault.rules.domain import ScoredMemory
 
 MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_memoryrouter.vault.domain import Counters
+from mcp_memoryrouter.vault.rules.domain import Counters
 
 THRESHOLD_TOKENS = 50_000
 THRESHOLD_IMPORTANCE = 150

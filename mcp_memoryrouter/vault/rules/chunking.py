@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from mcp_memoryrouter.vault.tokens import est_tokens
+from mcp_memoryrouter.tokens import est_tokens
 
 SPLIT_ABOVE_TOKENS = 450
 TARGET_TOKENS = 300

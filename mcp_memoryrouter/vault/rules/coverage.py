@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from mcp_memoryrouter.vault.domain import Candidate, Memory
+from mcp_memoryrouter.vault.rules.domain import Candidate, Memory
 
 
 def coverage(sources: Sequence[Candidate]) -> tuple[int, int]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.vault import contract, debt
-from mcp_memoryrouter.vault.dates import format_ms
-from mcp_memoryrouter.vault.domain import (
+from mcp_memoryrouter.vault.rules import contract, debt
+from mcp_memoryrouter.vault.rules.dates import format_ms
+from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     Counters,
     EmptyCheckout,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mcp_memoryrouter.errors import Forbidden, Unauthorized
-from mcp_memoryrouter.vault.domain import KeyRecord
+from mcp_memoryrouter.vault.rules.domain import KeyRecord
 
 Mode = Literal["full", "read", "write", "off"]
 _SUFFIXES: dict[str, Mode] = {"read": "read", "write": "write", "off": "off"}

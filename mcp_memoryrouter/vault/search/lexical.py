@@ -32,8 +32,8 @@ from itertools import pairwise
 import numpy as np
 import numpy.typing as npt
 
-from mcp_memoryrouter.vault.domain import SearchFilter
-from mcp_memoryrouter.vault.rowtable import IndexRow, RowTable
+from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search.rowtable import IndexRow, RowTable
 
 
 @dataclass(frozen=True)

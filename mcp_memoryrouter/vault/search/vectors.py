@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from mcp_memoryrouter.vault.domain import SearchFilter
-from mcp_memoryrouter.vault.rowtable import IndexRow, RowTable
+from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search.rowtable import IndexRow, RowTable
 
 APPROXIMATE_FROM = 20_000  # survivors from which the projected scan pays off
 RESCORED = 8  # candidates rescored exactly per wanted row
