@@ -20,7 +20,7 @@ from mcp_memoryrouter.vault.http import render
 from mcp_memoryrouter.vault.keyring import Keyring
 from mcp_memoryrouter.vault.rules.access import looks_like_key, split_mode
 from mcp_memoryrouter.vault.service import VaultService
-from mcp_memoryrouter.vault.store.sqlite_owner import StoreInUse
+from mcp_memoryrouter.vault.store.sqlite.owner import StoreInUse
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -27,7 +27,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from mcp_memoryrouter.vault.store.postgres_schema import migrate
+from mcp_memoryrouter.vault.store.postgres.schema import migrate
 
 # The backends a store contract test runs on.
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]

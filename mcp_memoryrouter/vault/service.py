@@ -42,6 +42,7 @@ from mcp_memoryrouter.vault.rules.prepare import Budget, build_context
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.search.ranking import fuse, lift_sources, query_terms, smooth
+from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
 Clock = Callable[[], int]
@@ -203,10 +204,8 @@ class VaultService:
                 self._store.search_lexical, access.vault_id, terms, depth, where
             )
             try:
-                vector = embedder.embed([query])[0]
-                dense = self._store.search_vectors(
-                    access.vault_id, embedder.model_id, embedder.dim, vector, depth, where
-                )
+                vector = VectorQuery(embedder.model_id, embedder.dim, embedder.embed([query])[0])
+                dense = self._store.search_vectors(access.vault_id, vector, depth, where)
             finally:
                 lexical = pending.result()
         hits = smooth(fuse(lexical, dense, depth), depth)

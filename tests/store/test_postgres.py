@@ -21,11 +21,11 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.app import create_vault_app, open_store
 from mcp_memoryrouter.vault.rules import selection
 from mcp_memoryrouter.vault.rules.domain import Batch, Entry, NewRaw, SearchFilter
-from mcp_memoryrouter.vault.search.vectors import Pending
+from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
 from mcp_memoryrouter.vault.service import VaultService
-from mcp_memoryrouter.vault.store import postgres_lexical
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
-from mcp_memoryrouter.vault.store.postgres_schema import migrate
+from mcp_memoryrouter.vault.store.postgres import lexical as postgres_lexical
+from mcp_memoryrouter.vault.store.postgres.schema import migrate
 from tests import pg
 from tests.support import T0
 
@@ -185,14 +185,16 @@ def test_broad_queries_use_hnsw_and_selective_ones_score_exactly(url: str) -> No
         return [int(h.rsplit("-", 1)[1]) + 1 for h in hits]
 
     before = index_scans(store)
-    broad = store.search_vectors("v", "m", DIM, query, 10, SearchFilter())
+    broad = store.search_vectors("v", VectorQuery("m", DIM, query), 10, SearchFilter())
     assert index_scans(store) > before  # the HNSW index answered
     assert seqs([h.memory.id for h in broad]) == expected  # at recall 1.0 on 300 rows
     assert broad[0].score == pytest.approx(float(vectors[truth[0]] @ query), abs=1e-5)
 
     window = (T0, T0 + 29 * 60_000)  # the first 30 rows only
     before = index_scans(store)
-    selective = store.search_vectors("v", "m", DIM, query, 10, SearchFilter(window=window))
+    selective = store.search_vectors(
+        "v", VectorQuery("m", DIM, query), 10, SearchFilter(window=window)
+    )
     assert index_scans(store) == before  # scored exactly, no index
     in_window = [i for i in np.argsort(-(vectors @ query)) if pending[i].row.seq <= 30][:10]
     assert seqs([h.memory.id for h in selective]) == [pending[i].row.seq for i in in_window]

@@ -18,8 +18,8 @@ from mcp_memoryrouter.vault.search import lexical
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.search.lexical import BM25, FTS5_BM25
 from mcp_memoryrouter.vault.search.ranking import query_terms
-from mcp_memoryrouter.vault.store import sqlite_lexical
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from mcp_memoryrouter.vault.store.sqlite import lexical as sqlite_lexical
 from tests.vault.test_search_speed_paths import fts5_ranking
 
 DAY_MS = 86_400_000
@@ -123,7 +123,7 @@ def test_the_lexical_path_never_asks_fts5_to_score(tmp_path: Path) -> None:
     store.create_vault("a", "ref-a", 0)
     Vaults(store, 1).raw("a", 200)
     statements: list[str] = []
-    with store._read() as conn:  # this thread's reader, which the search reuses
+    with store._reader_conn() as conn:  # this thread's reader, which the search reuses
         conn.set_trace_callback(statements.append)
     assert store.search_lexical("a", ["apple", "kiwi"], 10, SearchFilter())
     assert statements
@@ -152,7 +152,7 @@ def test_the_store_ranks_with_its_own_k1_and_b(tmp_path: Path) -> None:
     texts = ["kiwi", "kiwi " + "plum " * 15, "pear", "fig", "lime"]
     rows = [NewRaw(f"a-{i}", "user", t, 2, 0, None, f"a-{i}", 0) for i, t in enumerate(texts)]
     store.ingest("a", rows, None)
-    with store._read() as conn:
+    with store._reader_conn() as conn:
         stored = conn.execute("SELECT content, dated FROM memories ORDER BY seq").fetchall()
     sizes = [sum(c.values()) for c in store._doc_tokens.counts(stored)]  # date words count
     average = sum(sizes) / len(sizes)
@@ -177,7 +177,7 @@ def test_a_rolled_back_write_leaves_the_index_untouched(tmp_path: Path) -> None:
     assert store.search_lexical("a", ["zebra"], 10, SearchFilter()) == []  # index loaded
 
     def failing_write() -> None:
-        with store._write() as conn:
+        with store._writer_conn() as conn:
             conn.execute(
                 "INSERT INTO memories (id, vault_id, tier, content, tokens, date_from, date_to, "
                 "created_ms, dated) VALUES ('ghost', 'a', 1, 'zebra', 1, 0, 0, 0, '')"
@@ -227,7 +227,7 @@ def test_compaction_keeps_the_ranking_exact(
 
 def test_the_tokenizer_is_the_one_the_on_disk_index_uses(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "vault.sqlite3")
-    with store._read() as conn:
+    with store._reader_conn() as conn:
         (sql,) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'memories_fts'"
         ).fetchone()

@@ -16,9 +16,9 @@ import pytest
 from mcp_memoryrouter.vault.rules.domain import NewRaw, SearchFilter
 from mcp_memoryrouter.vault.search.lexical import FTS5_BM25
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
-from mcp_memoryrouter.vault.search.vectors import VectorIndex
+from mcp_memoryrouter.vault.search.vectors import VectorIndex, VectorQuery
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from mcp_memoryrouter.vault.store.sqlite_lexical import TOKENIZE
+from mcp_memoryrouter.vault.store.sqlite.lexical import TOKENIZE
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
 DAY_MS = 86_400_000
@@ -77,7 +77,7 @@ def fts5_ranking(
     if where.window is not None:
         sql += " AND m.date_from <= ? AND m.date_to >= ?"
         params.extend((where.window[1], where.window[0]))
-    with store._read() as conn:
+    with store._reader_conn() as conn:
         # the on-disk index's columns and tokenizer, filled with this vault's rows only
         conn.execute(
             "CREATE VIRTUAL TABLE temp.reference USING fts5 "
@@ -144,7 +144,7 @@ def test_deleted_rows_are_never_returned_by_either_search_path(tmp_path: Path) -
     gone = [f"mine-1-{i}" for i in range(0, 20, 2)]
     store.delete_ids(mine, gone)
     lexical = store.search_lexical(mine, ["fig"], 20, SearchFilter())
-    dense = store.search_vectors(mine, MODEL, DIM, unit(0), 20, SearchFilter())
+    dense = store.search_vectors(mine, VectorQuery(MODEL, DIM, unit(0)), 20, SearchFilter())
     assert len(lexical) == len(dense) == 10
     assert not {h.memory.id for h in [*lexical, *dense]} & set(gone)
     store.close()
@@ -169,12 +169,12 @@ def vm_steps(store: SQLiteStore, call: Callable[[], object]) -> int:
         steps[0] += 1
         return 0
 
-    with store._read() as conn:  # this thread's reader, which ``call`` reuses
+    with store._reader_conn() as conn:  # this thread's reader, which ``call`` reuses
         conn.set_progress_handler(count, 100)
     try:
         call()
     finally:
-        with store._read() as conn:
+        with store._reader_conn() as conn:
             conn.set_progress_handler(None, 0)
     return steps[0]
 
@@ -185,8 +185,10 @@ def test_fetching_vector_hits_costs_the_same_in_a_small_and_a_large_vault(tmp_pa
     add(store, small, [f"row {i}" for i in range(200)], seed=1)
     add(store, large, [f"row {i}" for i in range(5000)], seed=2)
     vectorise(store)
-    store.search_vectors(small, MODEL, DIM, unit(0), 1, SearchFilter())  # loads the index
-    search = partial(store.search_vectors, model=MODEL, dim=DIM, query=unit(0), k=150)
+    store.search_vectors(
+        small, VectorQuery(MODEL, DIM, unit(0)), 1, SearchFilter()
+    )  # loads the index
+    search = partial(store.search_vectors, query=VectorQuery(MODEL, DIM, unit(0)), k=150)
     costs = {  # 150 hits: the candidate depth of a search
         vault: vm_steps(store, partial(search, vault, where=SearchFilter()))
         for vault in (small, large)

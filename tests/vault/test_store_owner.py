@@ -1,4 +1,4 @@
-"""One serving process per SQLite vault (see ``vault/store/sqlite_owner.py``)."""
+"""One serving process per SQLite vault (see ``vault/store/sqlite/owner.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from mcp_memoryrouter.vault.store.sqlite_owner import StoreInUse
+from mcp_memoryrouter.vault.store.sqlite.owner import StoreInUse
 
 
 def test_a_serving_store_claims_its_file_until_it_closes(tmp_path: Path) -> None:

@@ -8,6 +8,11 @@ from collections.abc import Iterable
 Deltas = dict[str, int]  # a column of ``vaults`` -> how much it changes
 
 
+def after_ingest(units: int, tokens: int) -> Deltas:
+    """New raw memories join the tier-1 totals and the raw debt."""
+    return {"n1": units, "tok1": tokens, "raw_units": units, "raw_tokens": tokens}
+
+
 def after_delete(rows: Iterable[tuple[int, int, int | None, int]]) -> Deltas:
     """Deleted rows as (tier, tokens, importance, consolidated): off the totals, and off the
     debt while they were still unconsolidated."""

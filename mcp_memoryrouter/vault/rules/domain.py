@@ -12,6 +12,14 @@ SourceTier = Literal[1, 2]
 Role = Literal["user", "assistant", "system", "observation"]
 UsageKind = Literal["storage", "retrieval", "deletion"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "system", "observation")
+
+
+def reflection_tier(source: SourceTier) -> Tier:
+    """The tier a batch of ``source`` memories is consolidated into: raw into reflections,
+    reflections into high-level reflections."""
+    return 2 if source == 1 else 3
+
+
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 

@@ -4,7 +4,7 @@ importance, session, coverage window), and the search filter as a mask over them
 Both in-memory indexes (vectors, and the lexical postings of the SQLite store) keep one
 table: rows are appended at new positions and marked dead when deleted, so a position
 never changes meaning while a search holds it. The mask is the search filter's meaning on
-SQLite (PostgreSQL's twin is ``postgres_rows.filter_sql``; the store tests run both).
+SQLite (PostgreSQL's twin is ``store/postgres/search.py:filter_sql``; the store tests run both).
 """
 
 from __future__ import annotations

@@ -22,12 +22,29 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from mcp_memoryrouter.vault.rules.date_words import date_words
 from mcp_memoryrouter.vault.rules.domain import SearchFilter
 from mcp_memoryrouter.vault.search.rowtable import IndexRow, RowTable
 
 APPROXIMATE_FROM = 20_000  # survivors from which the projected scan pays off
 RESCORED = 8  # candidates rescored exactly per wanted row
 _FIT_SAMPLE = 20_000  # rows the principal directions are computed from
+
+
+def embedding_text(content: str, date_from: int, date_to: int, before: str | None = None) -> str:
+    """What a memory's vector encodes: when it happened, the turn just before it in the same
+    conversation (a short answer means little without its question), then what it says."""
+    context = f"{before}\n" if before else ""
+    return f"{date_words(date_from, date_to)}: {context}{content}"
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    """A query in one embedding model's space: the model, its dimension, the unit vector."""
+
+    model: str
+    dim: int
+    vector: npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Sequence
 
 from mcp_memoryrouter.vault.search.lexical import Bm25, LexicalDoc, LexicalIndex
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
-from mcp_memoryrouter.vault.store.sqlite_rows import placeholders
 
 # The tokenizer of ``memories_fts`` (migration 0003); a test reads it back from the schema.
 TOKENIZE = "porter unicode61"
@@ -119,7 +118,7 @@ def apply_log(conn: sqlite3.Connection, index: LexicalIndex | None, tokens: Toke
 
 def _docs(conn: sqlite3.Connection, seqs: Sequence[int], tokens: Tokenizer) -> Iterable[LexicalDoc]:
     rows = conn.execute(
-        f"SELECT {_ROW}, content, dated FROM memories WHERE seq IN ({placeholders(len(seqs))})",
+        f"SELECT {_ROW}, content, dated FROM memories WHERE seq IN ({','.join('?' * len(seqs))})",
         list(seqs),
     ).fetchall()
     counts = tokens.counts([(r[7], r[8]) for r in rows])

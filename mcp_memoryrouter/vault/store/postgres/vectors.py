@@ -13,22 +13,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import psycopg
 from psycopg import sql
 
-from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.search.ranking import NEIGHBOUR_GAP_MS
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
-from mcp_memoryrouter.vault.search.vectors import Pending
-from mcp_memoryrouter.vault.store.postgres_rows import MEMORY_COLUMNS, filter_sql
-from mcp_memoryrouter.vault.store.sqlite_rows import memory_from_row
-from mcp_memoryrouter.vault.store.sqlite_vectors import embedding_text
+from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery, embedding_text
+from mcp_memoryrouter.vault.store.postgres.connection import Conn
+from mcp_memoryrouter.vault.store.postgres.search import filter_sql
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
 
-Conn = psycopg.Connection[tuple[Any, ...]]
 EXACT_MAX = 20_000  # filtered rows scored exactly; beyond this the HNSW index answers
 EF_SEARCH = 100  # recall ~1.0 at about 5 ms on 100k x 384-d (pgvector 0.8)
 CLAIM = "interval '2 minutes'"  # how long a worker holds queued rows before others retry them
@@ -36,19 +33,6 @@ CLAIM = "interval '2 minutes'"  # how long a worker holds queued rows before oth
 
 def vector_literal(vector: npt.NDArray[np.float32]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
-def enqueue(conn: Conn, model: str | None, seqs: Sequence[int]) -> None:
-    if model is not None and seqs:
-        conn.execute(
-            "INSERT INTO embed_queue (seq, model) SELECT unnest(%s::bigint[]), %s "
-            "ON CONFLICT DO NOTHING",
-            (list(seqs), model),
-        )
-
-
-def queued_models(conn: Conn) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT DISTINCT model FROM embed_queue").fetchall()]
 
 
 def take(conn: Conn, model: str, limit: int, ids: Sequence[str] = ()) -> list[Pending]:
@@ -117,13 +101,12 @@ def ensure_index(conn: Conn, model: str, dim: int) -> None:
 def search(
     conn: Conn,
     vault_id: str,
-    model: str,
-    dim: int,
-    query: npt.NDArray[np.float32],
+    query: VectorQuery,
     k: int,
     where: SearchFilter,
     exact_max: int = EXACT_MAX,
 ) -> list[ScoredMemory]:
+    model, dim = query.model, query.dim
     conditions, params = filter_sql(where)
     # Literals, not parameters, for the model and the dimension: the planner must see them to
     # match the partial index, and no statement is prepared (prepare_threshold=None), so a
@@ -159,14 +142,28 @@ def search(
         statement = (
             f"SELECT {MEMORY_COLUMNS}, {distance} AS dist, m.seq {scope} ORDER BY dist LIMIT %s"
         )
-    rows = conn.execute(statement, [vector_literal(query), vault_id, *params, k]).fetchall()
+    rows = conn.execute(statement, [vector_literal(query.vector), vault_id, *params, k]).fetchall()
     hits = [ScoredMemory(replace(memory_from_row(r), seq=r[11]), 1.0 - float(r[10])) for r in rows]
     return sorted(hits, key=lambda h: -(h.score or 0.0))
 
 
-def pending_count(conn: Conn, vault_id: str) -> int:
-    row = conn.execute(
-        "SELECT count(*) FROM embed_queue q JOIN memories m ON m.seq = q.seq WHERE m.vault_id = %s",
-        (vault_id,),
-    ).fetchone()
-    return int(row[0]) if row else 0
+def similar_sources(
+    conn: Conn, vault_id: str, memory: Memory, model: str, offset: int, limit: int
+) -> tuple[tuple[Memory, ...], tuple[float | None, ...]]:
+    """One page of a reflection's sources, most similar to it in ``model``'s space first
+    (cosine; NULL for a source, or a reflection, without a vector of that dimension)."""
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS}, CASE WHEN vector_dims(v.vec) = vector_dims(own.vec) "
+        "THEN 1 - (v.vec <=> own.vec) END AS score "
+        "FROM lineage l JOIN memories m ON m.id = l.child_id "
+        "LEFT JOIN vectors v ON v.seq = m.seq AND v.model = %s "
+        "LEFT JOIN (SELECT pv.vec FROM vectors pv JOIN memories p ON p.seq = pv.seq "
+        "WHERE p.id = %s AND p.vault_id = %s AND pv.model = %s) own ON true "
+        "WHERE l.parent_id = %s AND m.vault_id = %s "
+        "ORDER BY score DESC NULLS LAST, m.date_from, m.id LIMIT %s OFFSET %s",
+        (model, memory.id, vault_id, model, memory.id, vault_id, limit, offset),
+    ).fetchall()
+    return (
+        tuple(memory_from_row(r[:-1]) for r in rows),
+        tuple(None if r[-1] is None else float(r[-1]) for r in rows),
+    )

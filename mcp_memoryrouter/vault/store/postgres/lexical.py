@@ -19,13 +19,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
 
 from mcp_memoryrouter.vault.search.ranking import COMMON_SHARE, PRUNE_FROM_ROWS, prune_common
-
-Conn = psycopg.Connection[tuple[Any, ...]]
+from mcp_memoryrouter.vault.store.postgres.connection import Conn
 
 STATS_TTL_S = 60.0
 SAMPLE_ROWS = 2_000

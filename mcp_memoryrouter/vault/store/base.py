@@ -1,0 +1,352 @@
+"""The store: what the service asks of a database, every use case written once in the SQL
+of :mod:`.sql`.
+
+:class:`Store` runs each use case as one transaction (or read snapshot) the database gives
+it (:meth:`Store._write`, :meth:`Store._read`). A database's store
+(:class:`~.sqlite.SQLiteStore`, :class:`~.postgres.PostgresStore`) adds only what is its
+own, the abstract methods here: connections and transactions, full-text search, vectors,
+the embedding queue's claims, an export's snapshot, and the in-memory indexes a SQLite store
+keeps in step after deletes (:meth:`Store._forget`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from mcp_memoryrouter.vault.rules.domain import (
+    Batch,
+    CommitOutcome,
+    Counters,
+    Created,
+    DeleteOutcome,
+    EmptyCheckout,
+    Entry,
+    ExportedMemory,
+    KeyRecord,
+    Lineage,
+    Memory,
+    NewRaw,
+    ScoredMemory,
+    SearchFilter,
+    SourceTier,
+    Stats,
+    Tier,
+    UsageEvent,
+    UsageLine,
+)
+from mcp_memoryrouter.vault.rules.selection import Selection
+from mcp_memoryrouter.vault.rules.window import Order, Page
+from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
+from mcp_memoryrouter.vault.store import backup, memories, reflect, window
+from mcp_memoryrouter.vault.store.sql import Row, Tx
+
+T = TypeVar("T")
+_KEYS = (
+    "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms, k.id, k.prefix, "
+    "k.last_used_ms FROM keys k JOIN vaults v ON v.id = k.vault_id"
+)
+
+
+def _key(row: Row) -> KeyRecord:
+    return KeyRecord(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6], row[7])
+
+
+class Store(ABC):
+    """The vault's rows over one SQL database; each method is atomic."""
+
+    @abstractmethod
+    def _write(self, work: Callable[[Tx], T]) -> T:
+        """Run ``work`` in one write transaction: committed when it returns, rolled back
+        when it raises (and it may be run again, whole, after a deadlock)."""
+
+    @abstractmethod
+    def _read(self, work: Callable[[Tx], T]) -> T:
+        """Run ``work`` in one read snapshot."""
+
+    def _forget(self, seqs: Sequence[int]) -> None:  # noqa: B027 (a hook, empty by default)
+        """After a delete: drop these rows from whatever the store keeps in memory."""
+
+    def _forget_vault(self, vault_id: str) -> None:  # noqa: B027 (a hook, empty by default)
+        """After a wipe: drop the vault from whatever the store keeps in memory."""
+
+    @abstractmethod
+    def _similar_sources(
+        self, model: str, tx: Tx, vault_id: str, memory: Memory, offset: int, limit: int
+    ) -> tuple[tuple[Memory, ...], tuple[float | None, ...]]:
+        """One page of a reflection's sources most similar to it in ``model``'s space."""
+
+    # --- what each database does its own way -------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the database (a serving SQLite store releases its file)."""
+
+    @abstractmethod
+    def warm(self, models: Sequence[tuple[str, int]]) -> None:
+        """Load what searches keep in memory (lexical postings, the vectors of each
+        (model, dim)), so the first search after a start does not pay for it."""
+
+    @abstractmethod
+    def search_lexical(
+        self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
+    ) -> list[ScoredMemory]:
+        """The best ``limit`` memories holding any of the query ``terms``, best first (the
+        vault's too common terms left out: ``search.ranking.prune_common``)."""
+
+    @abstractmethod
+    def search_vectors(
+        self, vault_id: str, query: VectorQuery, k: int, where: SearchFilter
+    ) -> list[ScoredMemory]:
+        """The ``k`` memories nearest ``query`` (cosine), best first."""
+
+    @abstractmethod
+    def _take(self, model: str, limit: int, ids: Sequence[str]) -> list[Pending]:
+        """Up to ``limit`` memories queued for ``model`` (only those among ``ids`` when
+        given), oldest first, with the text their vectors encode; on PostgreSQL claimed for
+        a while, so the workers of several replicas share the queue."""
+
+    @abstractmethod
+    def put_vectors(
+        self, model: str, pending: Sequence[Pending], found: npt.NDArray[np.float32]
+    ) -> None:
+        """Store the vectors of rows that still exist, and clear them from the queue."""
+
+    @abstractmethod
+    def export_rows(self, vault_id: str, limit: int) -> Iterator[ExportedMemory]:
+        """Every memory of the vault in storage order, read ``limit`` at a time in one read
+        snapshot that lasts until the iterator ends or is closed (see :mod:`.backup`)."""
+
+    # --- vaults and keys ---------------------------------------------------------------
+
+    def create_vault(self, vault_id: str, ref: str, now_ms: int) -> None:
+        self._write(
+            lambda tx: tx.run(
+                "INSERT INTO vaults (id, ref, created_ms) VALUES (?, ?, ?)",
+                (vault_id, ref, now_ms),
+            )
+        )
+
+    def add_key(self, record: KeyRecord, key_hash: str) -> None:
+        self._write(
+            lambda tx: tx.run(
+                "INSERT INTO keys (hash, vault_id, name, read_only, created_ms, id, prefix) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *(key_hash, record.vault_id, record.name, int(record.read_only)),
+                    *(record.created_ms, record.id, record.prefix),
+                ),
+            )
+        )
+
+    def find_key(self, key_hash: str) -> KeyRecord | None:
+        row = self._read(lambda tx: tx.one(f"{_KEYS} WHERE k.hash = ?", (key_hash,)))
+        return None if row is None else _key(row)
+
+    def list_keys(self, vault_id: str) -> list[KeyRecord]:
+        """The vault's keys, oldest first."""
+        rows = self._read(
+            lambda tx: tx.all(
+                f"{_KEYS} WHERE k.vault_id = ? ORDER BY k.created_ms, k.id", (vault_id,)
+            )
+        )
+        return [_key(row) for row in rows]
+
+    def revoke_key(self, vault_id: str, key_id: str) -> bool:
+        """Delete the key (by its public id) of this vault; False when there is none."""
+        revoked = self._write(
+            lambda tx: tx.run("DELETE FROM keys WHERE vault_id = ? AND id = ?", (vault_id, key_id))
+        )
+        return revoked == 1
+
+    def touch_key(self, key_hash: str, now_ms: int, unless_since_ms: int) -> None:
+        """Record a use of the key, unless one at or after ``unless_since_ms`` is recorded."""
+        self._write(
+            lambda tx: tx.run(
+                "UPDATE keys SET last_used_ms = ? WHERE hash = ? "
+                "AND (last_used_ms IS NULL OR last_used_ms < ?)",
+                (now_ms, key_hash, unless_since_ms),
+            )
+        )
+
+    def vaults(self) -> list[tuple[str, str]]:
+        """Every vault as (id, public reference), oldest first."""
+        rows = self._read(lambda tx: tx.all("SELECT id, ref FROM vaults ORDER BY created_ms, ref"))
+        return [(row[0], row[1]) for row in rows]
+
+    def vault_count(self) -> int:
+        row = self._read(lambda tx: tx.one("SELECT count(*) FROM vaults"))
+        return int(row[0]) if row else 0
+
+    # --- raw memories ------------------------------------------------------------------
+
+    def ingest(
+        self, vault_id: str, rows: Sequence[NewRaw], embed_model: str | None
+    ) -> tuple[list[str], int, int]:
+        """Store new rows, skip duplicates, queue new rows for ``embed_model`` in the same
+        transaction: (ids in input order, stored, stored tokens)."""
+        return self._write(
+            partial(memories.ingest, vault_id=vault_id, rows=rows, model=embed_model)
+        )
+
+    def counters(self, vault_id: str) -> Counters:
+        row = self._read(
+            lambda tx: tx.one(
+                "SELECT raw_units, raw_tokens, t2_count, t2_importance, t2_tokens "
+                "FROM vaults WHERE id = ?",
+                (vault_id,),
+            )
+        )
+        return Counters() if row is None else Counters(*map(int, row))
+
+    def date_page(
+        self, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int
+    ) -> Page:
+        """One page of the window [start, end] in ``order`` (see :mod:`...rules.window`)."""
+        return self._read(
+            lambda tx: window.date_page(tx, vault_id, start, end, order, where, budget)
+        )
+
+    # --- consolidation -----------------------------------------------------------------
+
+    def checkout(
+        self,
+        vault_id: str,
+        tier: SourceTier,
+        rule: Selection,
+        batch_id: str,
+        now_ms: int,
+        lease_until_ms: int,
+        session_id: str | None,
+    ) -> Batch | EmptyCheckout:
+        return self._write(
+            lambda tx: reflect.checkout(
+                tx, vault_id, tier, rule, batch_id, now_ms, lease_until_ms, session_id
+            )
+        )
+
+    def commit(
+        self,
+        vault_id: str,
+        batch_id: str,
+        entries: Sequence[Entry],
+        now_ms: int,
+        embed_model: str | None,
+    ) -> CommitOutcome:
+        return self._write(
+            lambda tx: reflect.commit(tx, vault_id, batch_id, entries, now_ms, embed_model)
+        )
+
+    def import_reflections(
+        self,
+        vault_id: str,
+        tier: Tier,
+        entries: Sequence[Entry],
+        source_ids: Sequence[str],
+        covers: tuple[int, int] | None,
+        now_ms: int,
+        embed_model: str | None,
+        sources_deleted: int = 0,
+    ) -> list[Created]:
+        """Create reflections at ``tier`` linked to sources one tier below (an import), and
+        to ``sources_deleted`` sources that no longer exist."""
+
+        def work(tx: Tx) -> list[Created]:
+            created = reflect.import_reflections(
+                tx, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
+            )
+            backup.link_deleted_sources(tx, vault_id, created, sources_deleted)
+            return created
+
+        return self._write(work)
+
+    def mark_consolidated(self, vault_id: str, ids: Sequence[str]) -> int:
+        """Mark these raw memories and tier-2 reflections consolidated (a restore)."""
+        return self._write(lambda tx: backup.mark_consolidated(tx, vault_id, ids))
+
+    def links(
+        self, vault_id: str, parents: Sequence[str], sources: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """(reflection, source) lineage pairs with the reflection in ``parents`` and the
+        source in ``sources``: how search lifts the rows a relevant reflection was built on."""
+        return self._read(lambda tx: reflect.links(tx, vault_id, parents, sources))
+
+    def lineage(
+        self, vault_id: str, memory_id: str, offset: int, limit: int, similar_in: str | None
+    ) -> Lineage:
+        """Sources by date, or with ``similar_in`` (a vector model) most similar first."""
+        similar = None if similar_in is None else partial(self._similar_sources, similar_in)
+        return self._read(
+            lambda tx: reflect.read_lineage(tx, vault_id, memory_id, offset, limit, similar)
+        )
+
+    # --- the embedding queue -----------------------------------------------------------
+
+    def take_embed_batch(self, model: str, limit: int) -> list[Pending]:
+        """The next ``limit`` memories queued for ``model``, oldest first."""
+        return self._take(model, limit, ())
+
+    def take_embed_rows(self, model: str, ids: Sequence[str]) -> list[Pending]:
+        """The memories among ``ids`` still queued for ``model`` (an ingest embedding its
+        own few rows before it answers)."""
+        return self._take(model, len(ids), ids)
+
+    def queued_models(self) -> list[str]:
+        rows = self._read(lambda tx: tx.all("SELECT DISTINCT model FROM embed_queue"))
+        return [row[0] for row in rows]
+
+    def pending_embeddings(self, vault_id: str) -> int:
+        row = self._read(
+            lambda tx: tx.one(
+                f"SELECT count(*) FROM embed_queue q {tx.join_in_order} memories m "
+                "ON m.seq = q.seq WHERE m.vault_id = ?",
+                (vault_id,),
+            )
+        )
+        return int(row[0]) if row else 0
+
+    # --- deletion ----------------------------------------------------------------------
+
+    def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome:
+        gone = self._write(partial(memories.delete_ids, vault_id=vault_id, ids=ids))
+        self._forget([row[0] for row in gone])
+        return DeleteOutcome(len(ids), len(gone), len(ids) - len(gone), sum(r[3] for r in gone))
+
+    def wipe(self, vault_id: str) -> int:
+        deleted = self._write(partial(memories.wipe, vault_id=vault_id))
+        self._forget_vault(vault_id)
+        return deleted
+
+    # --- stats and usage ---------------------------------------------------------------
+
+    def stats(self, vault_id: str) -> Stats:
+        return self._read(partial(memories.stats, vault_id=vault_id))
+
+    def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None:
+        if not events:
+            return
+        self._write(
+            lambda tx: tx.many(
+                "INSERT INTO usage_events (vault_id, at_ms, endpoint, kind, tokens, session_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(vault_id, now_ms, e.endpoint, e.kind, e.tokens, e.session_id) for e in events],
+            )
+        )
+
+    def usage(self, vault_id: str, from_ms: int, to_ms: int) -> list[UsageLine]:
+        def work(tx: Tx) -> list[Row]:
+            text = tx.bytewise
+            return tx.all(
+                "SELECT endpoint, kind, session_id, count(*), CAST(sum(tokens) AS BIGINT) "
+                "FROM usage_events WHERE vault_id = ? AND at_ms BETWEEN ? AND ? "
+                "GROUP BY endpoint, kind, session_id "
+                f"ORDER BY endpoint{text}, kind{text}, session_id{text} NULLS FIRST",
+                (vault_id, from_ms, to_ms),
+            )
+
+        return [UsageLine(*row) for row in self._read(work)]

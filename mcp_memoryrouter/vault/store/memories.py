@@ -1,0 +1,111 @@
+"""Raw memories, deletion and totals in SQL, once for both stores; each runs inside the
+caller's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp_memoryrouter.vault.rules import counters
+from mcp_memoryrouter.vault.rules.date_words import date_words
+from mcp_memoryrouter.vault.rules.domain import Counters, NewRaw, Stats, TierTotals
+from mcp_memoryrouter.vault.store import reflect
+from mcp_memoryrouter.vault.store.sql import Row, Tx
+
+# The per-vault counters (rules/counters.py): totals per tier, then the debt.
+COUNTERS = (
+    "n1", "tok1", "n2", "tok2", "imp2", "n3", "tok3", "imp3",
+    "raw_units", "raw_tokens", "t2_count", "t2_importance", "t2_tokens",
+)  # fmt: skip
+
+
+def ingest(
+    tx: Tx, vault_id: str, rows: Sequence[NewRaw], model: str | None
+) -> tuple[list[str], int, int]:
+    """Store new rows, skip duplicates, queue new rows for ``model``: (ids in input order,
+    stored, stored tokens)."""
+    ids: list[str] = []
+    new: list[str] = []
+    tokens = 0
+    for row in rows:
+        inserted = tx.run(
+            "INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, "
+            "date_to, session_id, dedup, created_ms, dated) "
+            "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                *(row.id, vault_id, row.role, row.content, row.tokens, row.date_ms, row.date_ms),
+                *(row.session_id, row.dedup, row.created_ms, date_words(row.date_ms, row.date_ms)),
+            ),
+        )
+        if inserted:
+            new.append(row.id)
+            ids.append(row.id)
+            tokens += row.tokens
+            continue
+        existing = tx.one(
+            "SELECT id FROM memories WHERE vault_id = ? AND dedup = ?", (vault_id, row.dedup)
+        )
+        assert existing is not None
+        ids.append(existing[0])
+    stored = len(new)
+    reflect.apply_counters(tx, vault_id, counters.after_ingest(stored, tokens))
+    reflect.enqueue(tx, model, new)
+    return ids, stored, tokens
+
+
+def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str]) -> list[Row]:
+    """Delete the vault's rows among ``ids`` from every layer: (seq, id, tier, tokens,
+    importance, consolidated) of each row deleted. A deleted reflection takes its lineage
+    with it; a deleted source's lineage stays, for inspect to count."""
+    test, params = tx.among(sorted(set(ids)))
+    rows = tx.all(
+        "SELECT seq, id, tier, tokens, importance, consolidated FROM memories "
+        f"WHERE vault_id = ? AND id {test} ORDER BY id{tx.for_update()}",
+        [vault_id, *params],
+    )
+    if rows:
+        seq_test, seqs = tx.among([r[0] for r in rows])
+        tx.run(f"DELETE FROM memories WHERE seq {seq_test}", seqs)
+        parent_test, parents = tx.among([r[1] for r in rows])
+        tx.run(f"DELETE FROM lineage WHERE parent_id {parent_test}", parents)
+        reflect.apply_counters(tx, vault_id, counters.after_delete(r[2:6] for r in rows))
+    return rows
+
+
+def wipe(tx: Tx, vault_id: str) -> int:
+    deleted = tx.run("DELETE FROM memories WHERE vault_id = ?", (vault_id,))
+    tx.run("DELETE FROM lineage WHERE vault_id = ?", (vault_id,))
+    tx.run(
+        "DELETE FROM batch_sources WHERE batch_id IN (SELECT id FROM batches WHERE vault_id = ?)",
+        (vault_id,),
+    )
+    tx.run("DELETE FROM batches WHERE vault_id = ?", (vault_id,))
+    assignments = ", ".join(f"{column} = 0" for column in COUNTERS)
+    tx.run(f"UPDATE vaults SET {assignments} WHERE id = ?", (vault_id,))
+    return deleted
+
+
+def stats(tx: Tx, vault_id: str) -> Stats:
+    v = tx.one(f"SELECT ref, {', '.join(COUNTERS)} FROM vaults WHERE id = ?", (vault_id,))
+    assert v is not None
+    # Two ordered lookups: min() and max() in one query would scan the vault's index.
+    oldest = tx.one(
+        "SELECT date_from FROM memories WHERE vault_id = ? ORDER BY date_from LIMIT 1",
+        (vault_id,),
+    )
+    newest = tx.one(
+        "SELECT date_from FROM memories WHERE vault_id = ? ORDER BY date_from DESC LIMIT 1",
+        (vault_id,),
+    )
+    n1, tok1, n2, tok2, imp2, n3, tok3, imp3, *debt = map(int, v[1:])
+    totals = {
+        1: TierTotals(n1, tok1, 0),
+        2: TierTotals(n2, tok2, imp2),
+        3: TierTotals(n3, tok3, imp3),
+    }
+    return Stats(
+        v[0],
+        totals,
+        None if oldest is None else oldest[0],
+        None if newest is None else newest[0],
+        Counters(*debt),
+    )

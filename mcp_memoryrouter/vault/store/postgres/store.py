@@ -1,0 +1,146 @@
+"""The scale-out store: PostgreSQL through psycopg 3 and a connection pool.
+
+Any number of stateless server replicas share one database. Every use case is one
+transaction; leases, idempotency, the embedding queue and the debt counters all live in
+rows, so no replica keeps state another one needs. Statements are never prepared
+(``prepare_threshold=None``): a cached generic plan would pin the vector search to one path
+whatever the filter (see :mod:`.vectors`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.rules.domain import ExportedMemory, Memory, ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
+from mcp_memoryrouter.vault.store import backup
+from mcp_memoryrouter.vault.store.base import Store
+from mcp_memoryrouter.vault.store.postgres import lexical, search, vectors
+from mcp_memoryrouter.vault.store.postgres.connection import Conn, PgTx
+from mcp_memoryrouter.vault.store.postgres.schema import migrate
+from mcp_memoryrouter.vault.store.sql import Tx
+
+T = TypeVar("T")
+_RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
+
+
+def _unavailable(exc: Exception) -> StoreUnavailable:
+    return StoreUnavailable(f"store unavailable: {type(exc).__name__}")
+
+
+def _conn(tx: Tx) -> Conn:
+    assert isinstance(tx, PgTx)
+    return tx.conn
+
+
+class PostgresStore(Store):
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        timeout: float = 30.0,
+        exact_max: int = vectors.EXACT_MAX,
+    ) -> None:
+        self.url = url
+        self._exact_max = exact_max
+        try:
+            self.schema_version = migrate(url)
+            self._pool: ConnectionPool[Conn] = ConnectionPool(
+                url,
+                min_size=pool_min,
+                max_size=max(pool_min, pool_max),
+                timeout=timeout,
+                kwargs={"prepare_threshold": None},
+                # A connection the server dropped (a restart, a failover) is replaced before
+                # use instead of failing one request.
+                check=ConnectionPool.check_connection,
+                name="memoryrouter",
+                open=True,
+            )
+        except psycopg.Error as exc:
+            raise _unavailable(exc) from exc
+        self._indexed: set[tuple[str, int]] = set()
+        self._index_lock = threading.Lock()
+        self._common = lexical.CommonTerms()
+
+    def warm(self, models: Sequence[tuple[str, int]]) -> None:
+        """Nothing to load: PostgreSQL keeps its indexes itself."""
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _run(self, work: Callable[[Conn], T]) -> T:
+        """Run ``work`` in one transaction: committed when it returns, rolled back when it
+        raises; retried whole after a deadlock or a serialization failure."""
+        for attempt in range(_RETRIES):
+            try:
+                with self._pool.connection() as conn:
+                    return work(conn)
+            except pg_errors.TransactionRollback as exc:
+                if attempt == _RETRIES - 1:
+                    raise _unavailable(exc) from exc
+            except (psycopg.Error, PoolTimeout) as exc:
+                raise _unavailable(exc) from exc
+        raise AssertionError("unreachable")
+
+    def _write(self, work: Callable[[Tx], T]) -> T:
+        return self._run(lambda conn: work(PgTx(conn)))
+
+    _read = _write  # a transaction is a snapshot here too
+
+    def export_rows(self, vault_id: str, limit: int) -> Iterator[ExportedMemory]:
+        # One REPEATABLE READ, READ ONLY transaction on one pooled connection for the whole
+        # stream: every page is read in the same snapshot (see backup.py).
+        try:
+            with self._pool.connection() as conn:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield from backup.export_all(PgTx(conn), vault_id, limit)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise _unavailable(exc) from exc
+
+    # --- search ------------------------------------------------------------------------
+
+    def search_lexical(
+        self, vault_id: str, terms: Sequence[str], limit: int, where: SearchFilter
+    ) -> list[ScoredMemory]:
+        if not terms:
+            return []
+        return self._run(
+            lambda c: search.search_lexical(c, self._common, vault_id, terms, limit, where)
+        )
+
+    def search_vectors(
+        self, vault_id: str, query: VectorQuery, k: int, where: SearchFilter
+    ) -> list[ScoredMemory]:
+        space = (query.model, query.dim)
+        with self._index_lock:
+            if space not in self._indexed:
+                self._run(lambda c: vectors.ensure_index(c, *space))
+                self._indexed.add(space)
+        return self._run(lambda c: vectors.search(c, vault_id, query, k, where, self._exact_max))
+
+    def _similar_sources(
+        self, model: str, tx: Tx, vault_id: str, memory: Memory, offset: int, limit: int
+    ) -> tuple[tuple[Memory, ...], tuple[float | None, ...]]:
+        return vectors.similar_sources(_conn(tx), vault_id, memory, model, offset, limit)
+
+    # --- the embedding queue -----------------------------------------------------------
+
+    def _take(self, model: str, limit: int, ids: Sequence[str]) -> list[Pending]:
+        return self._run(lambda c: vectors.take(c, model, limit, ids))
+
+    def put_vectors(
+        self, model: str, pending: Sequence[Pending], found: npt.NDArray[np.float32]
+    ) -> None:
+        self._run(lambda c: vectors.put(c, model, pending, found))
