@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mcp_memoryrouter import limits
+
 
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -23,8 +25,8 @@ class Settings(BaseSettings):
     # PostgreSQL connection pool per server process (MEMORYROUTER_DB_POOL_MIN/MAX)
     db_pool_min: int = Field(default=1, ge=0, le=1000)
     db_pool_max: int = Field(default=10, ge=1, le=1000)
-    lease_seconds: int = Field(default=900, ge=1, le=86_400)
-    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    lease_seconds: int = Field(default=limits.LEASE_SECONDS, ge=1, le=86_400)
+    max_body_bytes: int = Field(default=limits.MAX_BODY_BYTES, ge=1024)
     # REST requests per key (or per client address without one): a token bucket of
     # rate_limit_burst tokens (default: a minute's worth) refilled at this rate; 0 = off
     rate_limit_per_minute: int = Field(default=600, ge=0)

@@ -9,57 +9,73 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
     StrictInt,
     StrictStr,
-    field_validator,
     model_validator,
 )
 
+from mcp_memoryrouter import limits
+
 Role = Literal["user", "assistant", "system", "observation"]
 TierNumber = Literal[1, 2, 3]
-Importance = Annotated[StrictInt, Field(ge=1, le=10)]
-SessionId = Annotated[StrictStr, Field(min_length=1, max_length=200)]
 
 
 def _omit_none(value: object) -> bool:
     return value is None
 
 
-def _check_tiers(value: list[int] | None) -> list[int] | None:
-    if value is None:
-        return None
-    if not value or any(t not in (1, 2, 3) for t in value):
+def _unicode(text: str) -> str:
+    """Refuse lone surrogates: JSON can escape them, UTF-8 cannot carry them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode: it holds a lone surrogate") from None
+    return text
+
+
+def _tiers(value: list[int]) -> list[int]:
+    if not value or any(t not in limits.TIERS for t in value):
         raise ValueError("tiers must be a non-empty subset of [1, 2, 3]")
     return value
 
 
-def _check_number(value: Any) -> Any:
+def _number(value: Any) -> Any:
     if isinstance(value, bool) or (value is not None and not isinstance(value, int | float)):
         raise ValueError("max_tokens must be a number")
     return value
 
 
-def _unicode(value: Any) -> Any:
-    """Refuse lone surrogates: JSON can escape them, UTF-8 cannot carry them."""
-    for text in value if isinstance(value, list) else [value]:
-        if isinstance(text, str):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("text must be valid Unicode: it holds a lone surrogate") from None
-    return value
+# The field types of the requests, each rule written once. The MCP tools take their
+# arguments in these same types, so a tool's schema and the REST model cannot disagree.
+Text = Annotated[StrictStr, AfterValidator(_unicode)]
+Query = Annotated[Text, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)]
+OptionalQuery = Annotated[Text, Field(max_length=limits.MAX_QUERY_CHARS)]
+Id = Annotated[Text, Field(min_length=1, max_length=limits.MAX_ID_CHARS)]
+SessionId = Id
+Limit = Annotated[StrictInt, Field(ge=1, le=limits.SEARCH_LIMIT_MAX)]
+Importance = Annotated[StrictInt, Field(ge=limits.IMPORTANCE_MIN, le=limits.IMPORTANCE_MAX)]
+Tiers = Annotated[
+    list[StrictInt],
+    AfterValidator(_tiers),
+    Field(json_schema_extra={"minItems": 1, "items": {"type": "integer", "enum": [1, 2, 3]}}),
+]
+Ids = Annotated[
+    list[Annotated[Text, Field(max_length=limits.MAX_ID_CHARS)]],
+    Field(min_length=1, max_length=limits.MAX_DELETE_IDS),
+]
+# a token budget: any number, clamped by the vault (rules/selection.clamp_budget)
+Budget = Annotated[StrictInt | float, BeforeValidator(_number)]
+Order = Literal["newest_first", "oldest_first"]
 
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-    # JSON bodies are refused by the parser already; this holds for models built in Python
-    # (the MCP tools), so such text is refused, not sent on to crash the HTTP client.
-    _unicode = field_validator("*")(_unicode)
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -67,117 +83,107 @@ class _Request(BaseModel):
 
 class MessageIn(_Request):
     role: Role = "user"
-    content: Annotated[StrictStr, Field(min_length=1)]
-    date: StrictStr | None = None
+    content: Annotated[Text, Field(min_length=1)]
+    date: Text | None = None
 
 
 class IngestRequest(_Request):
-    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=1000)]
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=limits.MAX_INGEST_MESSAGES)]
     session_id: SessionId | None = None
-    model: StrictStr | None = None
-    embeddings: StrictStr | None = None
+    model: Text | None = None
+    embeddings: Text | None = None
 
 
 class SearchRequest(_Request):
-    query: Annotated[StrictStr, Field(min_length=1, max_length=10_000)]
-    limit: Annotated[StrictInt, Field(ge=1, le=250)] = 10
-    tiers: list[StrictInt] | None = None
+    query: Query
+    limit: Limit = limits.SEARCH_LIMIT_DEFAULT
+    tiers: Tiers | None = None
     importance: Importance | None = None
     session_id: SessionId | None = None
-    embeddings: StrictStr | None = None
-
-    _tiers = field_validator("tiers")(_check_tiers)
+    embeddings: Text | None = None
 
 
 class PrepareRequest(_Request):
     """``query``, or the conversation so far in ``messages`` (its last three are the query)."""
 
-    messages: Annotated[list[MessageIn], Field(max_length=1000)] | None = None
-    query: Annotated[StrictStr, Field(max_length=10_000)] | None = None
+    messages: Annotated[list[MessageIn], Field(max_length=limits.MAX_INGEST_MESSAGES)] | None = None
+    query: OptionalQuery | None = None
     session_id: SessionId | None = None
     density: Literal["low", "default", "high", "xhigh"] = "default"
-    context_limit: Annotated[StrictInt, Field(ge=1, le=50)] | None = None
-    max_tokens: Annotated[StrictInt, Field(ge=1, le=200_000)] | None = None
-    tiers: list[StrictInt] | None = None
+    context_limit: Annotated[StrictInt, Field(ge=1, le=limits.CONTEXT_LIMIT_MAX)] | None = None
+    max_tokens: Annotated[StrictInt, Field(ge=1, le=limits.PREPARE_MAX_TOKENS)] | None = None
+    tiers: Tiers | None = None
     importance: Importance | None = None
-    embeddings: StrictStr | None = None
-
-    _tiers = field_validator("tiers")(_check_tiers)
+    embeddings: Text | None = None
 
 
 class DateSearchRequest(_Request):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    from_: StrictStr = Field(alias="from")
-    to: StrictStr | None = None
-    query: Annotated[StrictStr, Field(max_length=10_000)] | None = None
-    tiers: list[StrictInt] | None = None
+    from_: Text = Field(alias="from")
+    to: Text | None = None
+    query: OptionalQuery | None = None
+    tiers: Tiers | None = None
     importance: Importance | None = None
-    max_tokens: StrictInt | float | None = None
-    order: Literal["newest_first", "oldest_first"] = "newest_first"
+    max_tokens: Budget | None = None
+    order: Order = "newest_first"
     session_id: SessionId | None = None
-    embeddings: StrictStr | None = None
-
-    _tiers = field_validator("tiers")(_check_tiers)
-
-    @field_validator("max_tokens", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        return _check_number(value)
+    embeddings: Text | None = None
 
 
 class CheckoutRequest(_Request):
     tier: Literal[1, 2]
-    max_tokens: StrictInt | float | None = None
+    max_tokens: Budget | None = None
     session_id: SessionId | None = None
-    embeddings: StrictStr | None = None
-
-    @field_validator("max_tokens", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        return _check_number(value)
+    embeddings: Text | None = None
 
 
 class EntryIn(_Request):
-    text: StrictStr
-    importance: StrictInt
+    """One reflection. Its text must hold 1 to 8,000 characters once trimmed and no ids (the
+    vault's reflection contract checks both)."""
+
+    text: Annotated[Text, Field(description="Standalone prose; no ids or scores.")]
+    importance: Annotated[Importance, Field(description="1 routine ... 10 defining.")]
+
+
+Entries = Annotated[
+    list[EntryIn], Field(min_length=limits.ENTRIES_MIN, max_length=limits.ENTRIES_MAX)
+]
 
 
 class CommitRequest(_Request):
-    batch_id: Annotated[StrictStr, Field(min_length=1, max_length=200)]
-    entries: list[EntryIn]
+    batch_id: Id
+    entries: Entries
     session_id: SessionId | None = None
-    embeddings: StrictStr | None = None
+    embeddings: Text | None = None
 
 
 class CoversIn(_Request):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    from_: StrictStr = Field(alias="from")
-    to: StrictStr
+    from_: Text = Field(alias="from")
+    to: Text
 
 
 class ImportReflectionsRequest(_Request):
     """Recreate reflections from an export, linked to sources one tier below."""
 
     tier: Literal[2, 3]
-    entries: list[EntryIn]
-    source_ids: Annotated[list[StrictStr], Field(max_length=10_000)] = []
+    entries: Entries
+    source_ids: Annotated[list[Text], Field(max_length=limits.MAX_SOURCE_IDS)] = []
     covers: CoversIn | None = None
     # sources the exported reflections had lost: inspect keeps counting them as deleted
-    sources_deleted: Annotated[StrictInt, Field(ge=0, le=10_000)] = 0
+    sources_deleted: Annotated[StrictInt, Field(ge=0, le=limits.MAX_SOURCE_IDS)] = 0
 
 
 class MarkConsolidatedRequest(_Request):
     """Restore the consolidated flag of memories an export marked so (an import)."""
 
-    ids: Annotated[
-        list[Annotated[StrictStr, Field(max_length=200)]], Field(min_length=1, max_length=500)
-    ]
+    ids: Ids
 
 
 class InspectRequest(_Request):
-    memory_id: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+    memory_id: Id
     offset: Annotated[StrictInt, Field(ge=0)] = 0
     # "similarity": sources most similar to the memory first, each with its score
     order: Literal["date", "similarity"] = "date"
@@ -185,16 +191,14 @@ class InspectRequest(_Request):
 
 
 class DeleteIdsRequest(_Request):
-    ids: Annotated[
-        list[Annotated[StrictStr, Field(max_length=200)]], Field(min_length=1, max_length=500)
-    ]
+    ids: Ids
 
 
 class KeyCreateRequest(_Request):
     """Unknown fields are refused, not ignored: ``{"mode": "read"}`` must not mint a
     read-write key."""
 
-    name: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
+    name: Id | None = None
     read_only: StrictBool = False
 
     @model_validator(mode="before")

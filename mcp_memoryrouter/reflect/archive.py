@@ -44,7 +44,7 @@ from pydantic import (
     model_validator,
 )
 
-from mcp_memoryrouter import schemas
+from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.errors import InvalidRequest
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -84,7 +84,7 @@ class ArchiveLine(BaseModel):
     importance: schemas.Importance | None = None
     covers: ArchiveCovers | None = None
     sources: list[StrictStr] | None = None
-    sources_deleted: Annotated[StrictInt, Field(ge=0, le=10_000)] | None = None
+    sources_deleted: Annotated[StrictInt, Field(ge=0, le=limits.MAX_SOURCE_IDS)] | None = None
     consolidated: StrictBool | None = None
 
     @field_validator("content")

@@ -21,7 +21,7 @@ from mcp_memoryrouter.errors import (
     NotFound,
 )
 from mcp_memoryrouter.reflect.models import Model
-from mcp_memoryrouter.reflect.parse import Entry, EntryRules, parse_answer
+from mcp_memoryrouter.reflect.parse import EntryRules, parse_answer
 from mcp_memoryrouter.reflect.prompt import model_input, retry_input
 from mcp_memoryrouter.reflect.trigger import SourceTier
 
@@ -65,7 +65,7 @@ async def consolidate_batch(
         return BatchResult(tier, batch.batch_id, len(memories), failure=_named(exc))
     request = schemas.CommitRequest(
         batch_id=batch.batch_id,
-        entries=[schemas.EntryIn(text=e.text, importance=e.importance) for e in entries],
+        entries=entries,
     )
     try:
         done = await client.commit(request)
@@ -80,7 +80,7 @@ async def write_entries(
     model: Model,
     contract: schemas.ReflectionContract,
     memories: Sequence[schemas.CheckoutMemory],
-) -> list[Entry]:
+) -> list[schemas.EntryIn]:
     """The model's entries for ``memories``, after at most one retry."""
     rules = EntryRules.of(contract)
     first = model_input(contract, memories)

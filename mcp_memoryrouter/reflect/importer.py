@@ -20,13 +20,13 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from mcp_memoryrouter import schemas
+from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.reflect.archive import Archive, Numbered, ReflectionGroup
 
 MAX_MESSAGES_PER_REQUEST = 500
-MAX_MARK_IDS = 500
+MAX_MARK_IDS = limits.MAX_DELETE_IDS  # ids the vault takes per import-consolidated request
 MAX_REQUEST_BYTES = 768 * 1024
 
 

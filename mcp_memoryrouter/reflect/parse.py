@@ -2,8 +2,9 @@
 
 Models answer in the shapes people see in practice: a JSON array of ``{text, importance}``,
 an object ``{"entries": [...]}``, either one alone, inside a fenced code block, or with prose
-around it. The entries are then held to the contract's ``entry_schema`` and entry counts;
-the error message names the field at fault (never quoting the text), since it is shown to the
+around it. The entries are then held to the contract: its entry counts, and the text and
+importance bounds of ``limits.py``, the module the server's contract text is written from.
+The error message names the field at fault (never quoting the text), since it is shown to the
 model on its one retry.
 """
 
@@ -15,50 +16,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_memoryrouter import schemas
+from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.errors import InvalidAnswer
 
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```", re.DOTALL)
-_RANGE = re.compile(r"(\d+)\s*(?:to|-|\u2013)\s*(\d+)")
-# Ids never travel through the model; the server refuses entries that hold one.
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_BATCH = re.compile(r"\bcb_[0-9A-Za-z]{8,}")
 _MAX_DECODE_ATTEMPTS = 64
 
 
 @dataclass(frozen=True)
-class Entry:
-    text: str
-    importance: int
-
-
-@dataclass(frozen=True)
 class EntryRules:
-    """What one answer must hold, read from the checkout's ``reflection_contract``."""
+    """What one answer must hold: the checkout's entry counts, the bounds of ``limits``."""
 
-    min_entries: int = 1
-    max_entries: int = 100
-    min_chars: int = 1
-    max_chars: int = 8000
-    min_importance: int = 1
-    max_importance: int = 10
+    min_entries: int = limits.ENTRIES_MIN
+    max_entries: int = limits.ENTRIES_MAX
 
     @classmethod
     def of(cls, contract: schemas.ReflectionContract) -> EntryRules:
-        chars = _range_in(contract.entry_schema.get("text", ""), (cls.min_chars, cls.max_chars))
-        importance = _range_in(
-            contract.entry_schema.get("importance", ""), (cls.min_importance, cls.max_importance)
-        )
-        return cls(contract.min_entries, contract.max_entries, *chars, *importance)
+        return cls(contract.min_entries, contract.max_entries)
 
 
-def _range_in(description: str, default: tuple[int, int]) -> tuple[int, int]:
-    """``"string, 1 to 8000 chars, ..."`` → ``(1, 8000)``; the default when none is given."""
-    found = _RANGE.search(description)
-    return (int(found.group(1)), int(found.group(2))) if found else default
-
-
-def parse_answer(answer: str, rules: EntryRules) -> list[Entry]:
+def parse_answer(answer: str, rules: EntryRules) -> list[schemas.EntryIn]:
     """The entries of ``answer``, trimmed; :class:`InvalidAnswer` says what is wrong."""
     return _checked(_entries_payload(answer), rules)
 
@@ -101,16 +78,16 @@ def _json_values(answer: str) -> Iterator[Any]:
         yield value
 
 
-def _checked(items: list[Any], rules: EntryRules) -> list[Entry]:
+def _checked(items: list[Any], rules: EntryRules) -> list[schemas.EntryIn]:
     if not rules.min_entries <= len(items) <= rules.max_entries:
         raise InvalidAnswer(
             f"the answer must hold {rules.min_entries} to {rules.max_entries} entries, "
             f"it holds {len(items)}"
         )
-    return [_entry(index, item, rules) for index, item in enumerate(items)]
+    return [_entry(index, item) for index, item in enumerate(items)]
 
 
-def _entry(index: int, item: Any, rules: EntryRules) -> Entry:
+def _entry(index: int, item: Any) -> schemas.EntryIn:
     where = f"entries[{index}]"
     if not isinstance(item, dict):
         raise InvalidAnswer(f'{where} must be an object {{"text": ..., "importance": ...}}')
@@ -118,18 +95,16 @@ def _entry(index: int, item: Any, rules: EntryRules) -> Entry:
     if not isinstance(text, str):
         raise InvalidAnswer(f"{where}.text must be a string")
     text = text.strip()
-    if not rules.min_chars <= len(text) <= rules.max_chars:
-        raise InvalidAnswer(
-            f"{where}.text must be {rules.min_chars} to {rules.max_chars} characters"
-        )
-    if _UUID.search(text) or _BATCH.search(text):
+    low, high = limits.ENTRY_CHARS_MIN, limits.ENTRY_CHARS_MAX
+    if not low <= len(text) <= high:
+        raise InvalidAnswer(f"{where}.text must be {low} to {high} characters")
+    if limits.holds_an_id(text):
         raise InvalidAnswer(f"{where}.text must not contain identifiers: write plain prose")
+    low, high = limits.IMPORTANCE_MIN, limits.IMPORTANCE_MAX
     # bool is an int subclass; 7.0 and "7" are not integers either.
-    if type(importance) is not int or not (
-        rules.min_importance <= importance <= rules.max_importance
-    ):
-        raise InvalidAnswer(
-            f"{where}.importance must be an integer from {rules.min_importance} "
-            f"to {rules.max_importance}"
-        )
-    return Entry(text, importance)
+    if type(importance) is not int or not low <= importance <= high:
+        raise InvalidAnswer(f"{where}.importance must be an integer from {low} to {high}")
+    try:
+        return schemas.EntryIn(text=text, importance=importance)
+    except ValueError:  # a lone surrogate: JSON can escape one, UTF-8 cannot carry it
+        raise InvalidAnswer(f"{where}.text must be valid Unicode text") from None

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from mcp_memoryrouter.limits import RAW_SUGGESTED, TIER2_SUGGESTED
+
 SourceTier = Literal[1, 2]
 
 _NAMES: tuple[tuple[SourceTier, re.Pattern[str]], ...] = (
-    (1, re.compile(r"\braw consolidation suggested\b", re.IGNORECASE)),
-    (2, re.compile(r"\btier 2 consolidation suggested\b", re.IGNORECASE)),
+    (1, re.compile(rf"\b{re.escape(RAW_SUGGESTED)}\b", re.IGNORECASE)),
+    (2, re.compile(rf"\b{re.escape(TIER2_SUGGESTED)}\b", re.IGNORECASE)),
 )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
@@ -46,8 +47,6 @@ from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
 Clock = Callable[[], int]
-INSPECT_PAGE = 500
-MAX_DELETE_IDS = 500
 EXPORT_PAGE = 500  # memories per store read while an export streams
 DATE_QUERY_CANDIDATES = 250
 CANDIDATES = 150  # per retrieval path, before fusion
@@ -74,13 +73,9 @@ def _dedup_key(role: str, session_id: str | None, date_ms: int, index: int, text
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
 
 
-def _check_text(text: str, field: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidRequest(
-            f"{field} is not valid Unicode text (lone surrogate)", {"field": field}
-        ) from exc
+def _check_ids(ids: Sequence[str]) -> None:
+    if not 1 <= len(ids) <= limits.MAX_DELETE_IDS:
+        raise InvalidRequest(f"ids must hold 1 to {limits.MAX_DELETE_IDS} ids", {"field": "ids"})
 
 
 # Lexical halves of hybrid searches; threads start on first use and end with the process.
@@ -143,10 +138,9 @@ class VaultService:
         rows: list[NewRaw] = []
         for index, message in enumerate(messages):
             content = message.content.strip()
-            field = f"messages[{index}].content"
             if not content:
+                field = f"messages[{index}].content"
                 raise InvalidRequest("message content must not be blank", {"field": field})
-            _check_text(content, field)
             date_ms = now if message.date_ms is None else message.date_ms
             for part, unit in enumerate(chunking.split_message(content)):
                 dedup = _dedup_key(message.role, session_id, date_ms, part, unit)
@@ -179,7 +173,6 @@ class VaultService:
         embeddings: str | None = None,
     ) -> tuple[list[ScoredMemory], Counters]:
         access.require_read()
-        _check_text(query, "query")
         hits = self._hybrid(access, query, limit, where, embeddings)
         tokens = sum(h.memory.tokens for h in hits)
         if tokens:
@@ -225,7 +218,6 @@ class VaultService:
     ) -> tuple[tuple[str, int, int], Counters]:
         """A context block for the next model call: (context, memories found, est. tokens)."""
         access.require_read()
-        _check_text(query, "query")
         hits = self._hybrid(access, query, budget.items, where, embeddings) if query else []
         built = build_context(hits, budget)
         if built[2]:
@@ -246,10 +238,9 @@ class VaultService:
         access.require_read()
         if start > end:
             raise InvalidRequest("from must not be after to", {"field": "from"})
-        budget = window.DEFAULT_BUDGET if max_tokens is None else _budget(max_tokens)
+        budget = limits.DATE_PAGE_TOKENS if max_tokens is None else _budget(max_tokens)
         where = replace(where, window=(start, end))
         if query is not None and query.strip():
-            _check_text(query, "query")
             hits = self._hybrid(access, query, DATE_QUERY_CANDIDATES, where, embeddings)
             taken: list[ScoredMemory] = []
             tokens = 0
@@ -303,8 +294,6 @@ class VaultService:
         embeddings: str | None = None,
     ) -> tuple[CommitOutcome, Counters]:
         access.require_full()
-        for index, entry in enumerate(entries):
-            _check_text(entry.text, f"entries[{index}].text")
         checked = contract.check_entries(entries, batch_id)
         outcome = self._store.commit(
             access.vault_id, batch_id, checked, self._clock(), self._model_id(embeddings)
@@ -326,8 +315,6 @@ class VaultService:
     ) -> tuple[list[Created], Counters]:
         """Recreate exported reflections with their lineage (see ``mcp-memoryrouter import``)."""
         access.require_full()
-        for index, entry in enumerate(entries):
-            _check_text(entry.text, f"entries[{index}].text")
         checked = contract.check_entries(entries, "cb_")
         created = self._store.import_reflections(
             access.vault_id,
@@ -348,8 +335,7 @@ class VaultService:
         """Restore the consolidated flag of memories whose reflection is gone (an import)."""
         access.require_full()
         unique = list(dict.fromkeys(ids))
-        if not 1 <= len(unique) <= MAX_DELETE_IDS:
-            raise InvalidRequest(f"ids must hold 1 to {MAX_DELETE_IDS} ids", {"field": "ids"})
+        _check_ids(unique)
         marked = self._store.mark_consolidated(access.vault_id, unique)
         return marked, self._store.counters(access.vault_id)
 
@@ -374,7 +360,9 @@ class VaultService:
         and the reflections built from it."""
         access.require_read()
         similar_in = self._model_id(None) if order == "similarity" else None
-        found = self._store.lineage(access.vault_id, memory_id, offset, INSPECT_PAGE, similar_in)
+        found = self._store.lineage(
+            access.vault_id, memory_id, offset, limits.INSPECT_PAGE, similar_in
+        )
         tokens = sum(m.tokens for m in (*found.sources, *found.consolidated_into))
         if tokens:
             self._meter(access, UsageEvent("inspect", "retrieval", tokens, session_id))
@@ -383,8 +371,7 @@ class VaultService:
     def delete_ids(self, access: Access, ids: Sequence[str]) -> tuple[DeleteOutcome, Counters]:
         access.require_write()
         unique = list(dict.fromkeys(ids))
-        if not 1 <= len(unique) <= MAX_DELETE_IDS:
-            raise InvalidRequest(f"ids must hold 1 to {MAX_DELETE_IDS} ids", {"field": "ids"})
+        _check_ids(unique)
         outcome = self._store.delete_ids(access.vault_id, unique)
         if outcome.tokens:
             self._meter(access, UsageEvent("delete-ids", "deletion", outcome.tokens))

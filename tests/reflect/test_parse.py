@@ -6,11 +6,13 @@ import json
 
 import pytest
 
-from mcp_memoryrouter import schemas
+from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.errors import InvalidAnswer
-from mcp_memoryrouter.reflect.parse import Entry, EntryRules, parse_answer
+from mcp_memoryrouter.reflect.parse import EntryRules, parse_answer
 from mcp_memoryrouter.reflect.prompt import model_input, retry_input
 from mcp_memoryrouter.reflect.trigger import next_tier, tiers_named
+from mcp_memoryrouter.vault.rules.contract import check_entries, reflection_contract
+from mcp_memoryrouter.vault.rules.domain import Entry
 
 ENTRIES = [{"text": "  Ana chose Postgres for auth.  ", "importance": 7}]
 RULES = EntryRules()
@@ -46,7 +48,9 @@ def contract(**changes: object) -> schemas.ReflectionContract:
     ],
 )
 def test_answers_in_the_shapes_models_write_are_read_and_trimmed(answer: str) -> None:
-    assert parse_answer(answer, RULES) == [Entry("Ana chose Postgres for auth.", 7)]
+    assert parse_answer(answer, RULES) == [
+        schemas.EntryIn(text="Ana chose Postgres for auth.", importance=7)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -87,13 +91,36 @@ def test_entry_counts_follow_the_contract() -> None:
         parse_answer("[]", RULES)
 
 
-def test_text_and_importance_bounds_are_read_from_the_entry_schema() -> None:
-    rules = EntryRules.of(contract(entry_schema={"text": "1 to 20 chars", "importance": "1-5"}))
-    assert (rules.max_chars, rules.max_importance) == (20, 5)
-    with pytest.raises(InvalidAnswer, match="importance"):
-        parse_answer(json.dumps([{"text": "short", "importance": 6}]), rules)
-    with pytest.raises(InvalidAnswer, match="text"):
-        parse_answer(json.dumps([{"text": "x" * 21, "importance": 3}]), rules)
+@pytest.mark.parametrize(
+    ("text", "importance"),
+    [
+        ("x" * limits.ENTRY_CHARS_MAX, limits.IMPORTANCE_MAX),
+        ("  " + "x" * limits.ENTRY_CHARS_MAX + "  ", limits.IMPORTANCE_MIN),
+        ("x" * (limits.ENTRY_CHARS_MAX + 1), 5),
+        ("x", limits.IMPORTANCE_MAX + 1),
+        ("x", limits.IMPORTANCE_MIN - 1),
+    ],
+)
+def test_the_client_accepts_exactly_the_entries_the_vault_accepts(
+    text: str, importance: int
+) -> None:
+    """One source for the bounds: what the server's contract says, what its commit checks
+    and what the client holds a model's answer to are the same numbers."""
+    answer = json.dumps([{"text": text, "importance": importance}])
+    try:
+        check_entries([Entry(text, importance)], "cb_0123456789abcdef")
+        vault_accepts = True
+    except Exception:
+        vault_accepts = False
+    try:
+        parse_answer(answer, EntryRules.of(contract()))
+        client_accepts = True
+    except InvalidAnswer:
+        client_accepts = False
+    assert client_accepts == vault_accepts
+    schema = reflection_contract(1)["entry_schema"]
+    assert f"{limits.ENTRY_CHARS_MIN} to {limits.ENTRY_CHARS_MAX} chars" in schema["text"]
+    assert schema["importance"] == f"integer {limits.IMPORTANCE_MIN} to {limits.IMPORTANCE_MAX}"
 
 
 @pytest.mark.parametrize(

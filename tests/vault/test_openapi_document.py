@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.vault.rules.contract import MAX_ENTRY_CHARS, check_entries
+from mcp_memoryrouter.limits import ENTRY_CHARS_MAX
+from mcp_memoryrouter.vault.rules.contract import check_entries
 from mcp_memoryrouter.vault.rules.domain import Entry
 from mcp_memoryrouter.vault.search.embeddings import Embedder, Embedders
 from tests.support import Vault, make_vault
@@ -114,9 +115,9 @@ TEXTS = [
     "\x1c\x1f",  # trimmed by the server, though not every regex dialect calls it a space
     "\x85a\u3000",
     "\ufeff",  # not trimmed
-    "a" * MAX_ENTRY_CHARS,
-    " " + "a" * MAX_ENTRY_CHARS + "\n",
-    "a" * (MAX_ENTRY_CHARS + 1),
+    "a" * ENTRY_CHARS_MAX,
+    " " + "a" * ENTRY_CHARS_MAX + "\n",
+    "a" * (ENTRY_CHARS_MAX + 1),
 ]
 
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.convertors import StringConvertor, register_url_convertor
 
-from mcp_memoryrouter import __version__, schemas
+from mcp_memoryrouter import __version__, limits, schemas
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.vault.http import render
 from mcp_memoryrouter.vault.http.presented import presented_key
@@ -19,7 +19,7 @@ from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.dates import format_ms, parse_moment
 from mcp_memoryrouter.vault.rules.domain import Entry, SearchFilter, Tier
 from mcp_memoryrouter.vault.rules.prepare import budget_for
-from mcp_memoryrouter.vault.service import INSPECT_PAGE, IncomingMessage, VaultService
+from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 
 _DAY_MS = 86_400_000
 _ERRORS: dict[int | str, dict[str, object]] = {
@@ -342,7 +342,7 @@ def inspect(
 ) -> schemas.InspectResponse:
     session = body.session_id or x_session_id
     found = service.inspect(access, body.memory_id, body.offset, session, body.order)
-    return render.inspect(found, body.offset, INSPECT_PAGE)
+    return render.inspect(found, body.offset, limits.INSPECT_PAGE)
 
 
 @router.post("/v1/memory/delete-ids", response_model=schemas.DeleteIdsResponse, tags=["memory"])

@@ -1,8 +1,8 @@
 """The rules the server checks beyond its wire models, written into ``/openapi.json``.
 
-The pydantic models give the document its types and bounds; what the vault refuses later
-(entry counts and trimmed lengths from the reflection contract, blank text, ISO dates, the
-tiers rule, which embedding models this server has) is added here, so that every request
+The pydantic models give the document its types and bounds (from ``limits.py``); what the
+vault refuses later (an entry's trimmed length from the reflection contract, blank text,
+ISO dates, which embedding models this server has) is added here, so that every request
 the document allows is one the server accepts and every request it refuses the document
 forbids. Two rules have no JSON Schema spelling and stay the server's alone: a window's
 ``from`` must not be after its ``to``, and an offset must keep a moment within the years
@@ -16,7 +16,7 @@ import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from mcp_memoryrouter.vault.rules.contract import MAX_ENTRIES, MAX_ENTRY_CHARS, MIN_ENTRIES
+from mcp_memoryrouter.limits import ENTRY_CHARS_MAX
 
 Document = dict[str, Any]
 Constraint = dict[str, Any]
@@ -39,26 +39,19 @@ _SPACE = (
     r"\t\n\u000b\u000c\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 _NOT_BLANK: Constraint = {"pattern": f"[^{_SPACE}]"}
-# 1 to MAX_ENTRY_CHARS characters once surrounding whitespace is trimmed
+# 1 to ENTRY_CHARS_MAX characters once surrounding whitespace is trimmed
 _ENTRY_TEXT: Constraint = {
-    "pattern": f"^[{_SPACE}]*([^{_SPACE}]|[^{_SPACE}][\\s\\S]{{0,{MAX_ENTRY_CHARS - 2}}}"
+    "pattern": f"^[{_SPACE}]*([^{_SPACE}]|[^{_SPACE}][\\s\\S]{{0,{ENTRY_CHARS_MAX - 2}}}"
     f"[^{_SPACE}])[{_SPACE}]*$",
 }
-_ENTRIES: Constraint = {"minItems": MIN_ENTRIES, "maxItems": MAX_ENTRIES}
-# schemas._check_tiers: a non-empty subset of [1, 2, 3]
-_TIERS: Constraint = {"minItems": 1, "items": {"type": "integer", "enum": [1, 2, 3]}}
 
 # component schema → property → what the server checks beyond the model
 _PROPERTIES: dict[str, dict[str, Constraint]] = {
     # ingest stores messages; prepare only reads their text, blank or not, and no date
     "IngestMessage": {"content": _NOT_BLANK, "date": _ISO_MOMENT},
-    "EntryIn": {"text": _ENTRY_TEXT, "importance": {"minimum": 1, "maximum": 10}},
-    "CommitRequest": {"entries": _ENTRIES},
-    "ImportReflectionsRequest": {"entries": _ENTRIES},
+    "EntryIn": {"text": _ENTRY_TEXT},
     "CoversIn": {"from": _ISO_MOMENT, "to": _ISO_MOMENT},
-    "DateSearchRequest": {"from": _ISO_MOMENT, "to": _ISO_MOMENT, "tiers": _TIERS},
-    "SearchRequest": {"tiers": _TIERS},
-    "PrepareRequest": {"tiers": _TIERS},
+    "DateSearchRequest": {"from": _ISO_MOMENT, "to": _ISO_MOMENT},
 }
 # models that refuse unknown fields (``KeyCreateRequest._known_fields_only``)
 _CLOSED = ("KeyCreateRequest",)

@@ -6,19 +6,26 @@ integrations can pin behaviour against it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.limits import (
+    ENTRIES_MAX,
+    ENTRIES_MIN,
+    ENTRIES_RECOMMENDED,
+    ENTRY_CHARS_MAX,
+    ENTRY_CHARS_MIN,
+    IMPORTANCE_MAX,
+    IMPORTANCE_MIN,
+    holds_an_id,
+)
 from mcp_memoryrouter.vault.rules.domain import Entry, SourceTier
 
 CONTRACT_VERSION = 1
-MIN_ENTRIES = 1
-MAX_ENTRIES = 100
-MAX_ENTRY_CHARS = 8000
 
-_COMMON_RULES = """
+_COMMON_RULES = (
+    """
 Rules for every entry:
 - Write clean, standalone prose that makes sense without the source texts beside it. Name
   people, projects and things explicitly instead of "he", "it" or "the project".
@@ -28,12 +35,17 @@ Rules for every entry:
   sources disagree, say so.
 - Never put identifiers, scores, importance numbers, batch references or markup inside the
   text. Importance goes in its own field.
-- Rate importance as an integer from 1 to 10: 1-3 routine or passing detail, 4-6 useful
-  context worth recalling, 7-8 a decision, commitment, preference or turning point, 9-10
+"""
+    f"- Rate importance as an integer from {IMPORTANCE_MIN} to {IMPORTANCE_MAX}: 1-3 routine "
+    "or passing detail, 4-6 useful\n"
+    """  context worth recalling, 7-8 a decision, commitment, preference or turning point, 9-10
   something that shapes identity, principles or long-term direction.
-- Write between 5 and 10 entries for a typical batch (at least 1, at most 100); fewer for a
-  thin batch, never padding.
+"""
+    f"- Write between 5 and 10 entries for a typical batch (at least {ENTRIES_MIN}, at most "
+    f"{ENTRIES_MAX}); fewer for a\n"
+    """  thin batch, never padding.
 - Answer with a JSON array of objects {"text": "...", "importance": N} and nothing else."""
+)
 
 _INSTRUCTIONS: dict[int, str] = {
     2: (
@@ -78,12 +90,13 @@ def reflection_contract(source_tier: SourceTier) -> dict[str, Any]:
         "target_tier": target,
         "instructions": _INSTRUCTIONS[target],
         "entry_schema": {
-            "text": "string, 1 to 8000 chars, clean standalone prose, no IDs or scores inline",
-            "importance": "integer 1 to 10",
+            "text": f"string, {ENTRY_CHARS_MIN} to {ENTRY_CHARS_MAX} chars, clean standalone "
+            "prose, no IDs or scores inline",
+            "importance": f"integer {IMPORTANCE_MIN} to {IMPORTANCE_MAX}",
         },
-        "min_entries": MIN_ENTRIES,
-        "max_entries": MAX_ENTRIES,
-        "recommended_entries": "5-10",
+        "min_entries": ENTRIES_MIN,
+        "max_entries": ENTRIES_MAX,
+        "recommended_entries": ENTRIES_RECOMMENDED,
     }
 
 
@@ -93,36 +106,34 @@ def tier_definitions(source_tier: SourceTier) -> dict[str, Any]:
     return {"target_tier": target, "instruction": _LEGACY_DEFINITIONS[target]}
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_BATCH = re.compile(r"\bcb_[0-9A-Za-z]{8,}")
-
-
 def check_entries(entries: Sequence[Entry], batch_id: str) -> list[Entry]:
     """Validate committed entries; return them with their text trimmed.
 
     Ids never travel through the model, so any text holding a memory id (UUID-shaped) or
     a batch id is refused rather than stored.
     """
-    if not MIN_ENTRIES <= len(entries) <= MAX_ENTRIES:
+    if not ENTRIES_MIN <= len(entries) <= ENTRIES_MAX:
         raise InvalidRequest(
-            f"entries must hold {MIN_ENTRIES} to {MAX_ENTRIES} items, got {len(entries)}",
+            f"entries must hold {ENTRIES_MIN} to {ENTRIES_MAX} items, got {len(entries)}",
             {"field": "entries"},
         )
     checked = []
     for index, entry in enumerate(entries):
         text = entry.text.strip()
         where = {"field": f"entries[{index}].text"}
-        if not 1 <= len(text) <= MAX_ENTRY_CHARS:
+        if not ENTRY_CHARS_MIN <= len(text) <= ENTRY_CHARS_MAX:
             raise InvalidRequest(
-                f"entry text must be 1 to {MAX_ENTRY_CHARS} characters after trimming", where
+                f"entry text must be {ENTRY_CHARS_MIN} to {ENTRY_CHARS_MAX} characters after "
+                "trimming",
+                where,
             )
-        if _UUID.search(text) or _BATCH.search(text) or batch_id in text:
+        if holds_an_id(text) or batch_id in text:
             raise InvalidRequest(
                 "entry text must not contain memory ids or batch ids: write plain prose", where
             )
-        if not 1 <= entry.importance <= 10:
+        if not IMPORTANCE_MIN <= entry.importance <= IMPORTANCE_MAX:
             raise InvalidRequest(
-                "importance must be an integer from 1 to 10",
+                f"importance must be an integer from {IMPORTANCE_MIN} to {IMPORTANCE_MAX}",
                 {"field": f"entries[{index}].importance"},
             )
         checked.append(Entry(text, entry.importance))

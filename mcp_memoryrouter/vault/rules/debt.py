@@ -8,27 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_memoryrouter.limits import (
+    DEBT_THRESHOLD_IMPORTANCE,
+    DEBT_THRESHOLD_TOKENS,
+    RAW_SUGGESTED,
+    TIER2_SUGGESTED,
+)
 from mcp_memoryrouter.vault.rules.domain import Counters
-
-THRESHOLD_TOKENS = 50_000
-THRESHOLD_IMPORTANCE = 150
 
 
 def importance_equiv(raw_tokens: int) -> int:
     """``est_tokens * 150 / 50000``, rounded down to whole importance."""
-    return raw_tokens * THRESHOLD_IMPORTANCE // THRESHOLD_TOKENS
+    return raw_tokens * DEBT_THRESHOLD_IMPORTANCE // DEBT_THRESHOLD_TOKENS
 
 
 def suggestion(counters: Counters) -> str | None:
     """Non-null once either tier boundary reaches 150 unconsolidated importance."""
     parts = []
     raw = importance_equiv(counters.raw_tokens)
-    if raw >= THRESHOLD_IMPORTANCE:
-        parts.append(f"raw consolidation suggested: {raw} unconsolidated importance")
-    if counters.t2_importance >= THRESHOLD_IMPORTANCE:
-        parts.append(
-            f"tier 2 consolidation suggested: {counters.t2_importance} unconsolidated importance"
-        )
+    if raw >= DEBT_THRESHOLD_IMPORTANCE:
+        parts.append(f"{RAW_SUGGESTED}: {raw} unconsolidated importance")
+    if counters.t2_importance >= DEBT_THRESHOLD_IMPORTANCE:
+        parts.append(f"{TIER2_SUGGESTED}: {counters.t2_importance} unconsolidated importance")
     return "; ".join(parts) or None
 
 
@@ -46,7 +47,7 @@ def debt_block(counters: Counters) -> dict[str, Any]:
                 "est_tokens": counters.t2_tokens,
             },
         },
-        "threshold_tokens": THRESHOLD_TOKENS,
-        "threshold_importance": THRESHOLD_IMPORTANCE,
+        "threshold_tokens": DEBT_THRESHOLD_TOKENS,
+        "threshold_importance": DEBT_THRESHOLD_IMPORTANCE,
         "suggestion": suggestion(counters),
     }

@@ -8,8 +8,6 @@ commit is accepted only while the lease is still running.
 
 from __future__ import annotations
 
-DEFAULT_LEASE_SECONDS = 900
-
 
 def lease_until(now_ms: int, lease_seconds: int) -> int:
     return now_ms + lease_seconds * 1000

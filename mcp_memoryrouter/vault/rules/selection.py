@@ -6,13 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.vault.rules.domain import Candidate, SourceTier
-
-DEFAULT_TOKEN_BUDGET = 50_000
-MIN_TOKEN_BUDGET = 1_000
-MAX_TOKEN_BUDGET = 200_000
-TIER2_IMPORTANCE_TARGET = 150
-TIER2_SOFT_CAP_TOKENS = 10_000
 
 
 @dataclass(frozen=True)
@@ -25,7 +20,7 @@ class Selection:
 
 
 def clamp_budget(max_tokens: int) -> int:
-    return max(MIN_TOKEN_BUDGET, min(MAX_TOKEN_BUDGET, max_tokens))
+    return max(limits.CHECKOUT_TOKENS_MIN, min(limits.CHECKOUT_TOKENS_MAX, max_tokens))
 
 
 def selection_for(tier: SourceTier, max_tokens: int | None) -> Selection:
@@ -34,8 +29,8 @@ def selection_for(tier: SourceTier, max_tokens: int | None) -> Selection:
     if max_tokens is not None:
         return Selection(clamp_budget(max_tokens), None, None)
     if tier == 1:
-        return Selection(DEFAULT_TOKEN_BUDGET, None, None)
-    return Selection(None, TIER2_IMPORTANCE_TARGET, TIER2_SOFT_CAP_TOKENS)
+        return Selection(limits.CHECKOUT_TOKENS_DEFAULT, None, None)
+    return Selection(None, limits.TIER2_IMPORTANCE_TARGET, limits.TIER2_SOFT_CAP_TOKENS)
 
 
 def select(candidates: Iterable[Candidate], rule: Selection) -> list[Candidate]:

@@ -23,7 +23,6 @@ from typing import Literal
 from mcp_memoryrouter.vault.rules.domain import Memory
 
 Order = Literal["newest_first", "oldest_first"]
-DEFAULT_BUDGET = 50_000
 
 
 def sort_key(memory: Memory, order: Order, window: tuple[int, int] | None = None) -> int:

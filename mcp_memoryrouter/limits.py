@@ -1,0 +1,65 @@
+"""Every number of the product document, and the few fixed formats and phrases both sides
+of the API read, written once.
+
+The wire models (``schemas.py``), the vault's rules and service, the reflection contract's
+text, the MCP tools' schemas and the consolidation client all read their bounds from here,
+so a limit cannot say one thing at one boundary and another elsewhere. Imports nothing of
+the package.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- memories and text ------------------------------------------------------------------
+TIERS = (1, 2, 3)  # raw memories, reflections, high-level reflections
+IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 10  # only reflections carry importance
+ROLES = ("user", "assistant", "system", "observation")
+MAX_QUERY_CHARS = 10_000
+MAX_ID_CHARS = 200  # memory ids, batch ids, session ids, key names
+MAX_INGEST_MESSAGES = 1_000
+MAX_BODY_BYTES = 1_048_576  # a request body above this is 413 (the default of the setting)
+
+# --- search and prepare -----------------------------------------------------------------
+SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX = 10, 250
+CONTEXT_LIMIT_MAX = 50  # prepare's context_limit: 1 to 50 items
+PREPARE_MAX_TOKENS = 200_000
+
+# --- date search ------------------------------------------------------------------------
+DATE_PAGE_TOKENS = 50_000  # a page's default token budget; clamped like a checkout's
+
+# --- consolidation ----------------------------------------------------------------------
+CHECKOUT_TOKENS_DEFAULT = 50_000  # tier 1 batch without max_tokens
+CHECKOUT_TOKENS_MIN, CHECKOUT_TOKENS_MAX = 1_000, 200_000  # max_tokens is clamped to these
+TIER2_IMPORTANCE_TARGET = 150  # tier 2 batches fill up to this summed importance...
+TIER2_SOFT_CAP_TOKENS = 10_000  # ...within this many tokens
+LEASE_SECONDS = 900  # a checkout's lease
+ENTRIES_MIN, ENTRIES_MAX = 1, 100  # entries a commit holds
+ENTRIES_RECOMMENDED = "5-10"
+ENTRY_CHARS_MIN, ENTRY_CHARS_MAX = 1, 8_000  # an entry's text, after trimming
+
+# --- reflection debt --------------------------------------------------------------------
+DEBT_THRESHOLD_TOKENS = 50_000  # raw tokens worth...
+DEBT_THRESHOLD_IMPORTANCE = 150  # ...this much importance; a suggestion from here on
+# The suggestion names the tiers to consolidate with these words ("raw consolidation
+# suggested: N unconsolidated importance"; both joined by "; "); clients read them back.
+RAW_SUGGESTED = "raw consolidation suggested"
+TIER2_SUGGESTED = "tier 2 consolidation suggested"
+
+# --- ids --------------------------------------------------------------------------------
+# Memory ids are UUIDs, batch ids ``cb_`` and hex. Ids never travel through the model: an
+# entry whose text holds one is refused, by the vault and by the consolidation client alike.
+MEMORY_ID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+BATCH_ID = re.compile(r"\bcb_[0-9A-Za-z]{8,}")
+
+
+def holds_an_id(text: str) -> bool:
+    return bool(MEMORY_ID.search(text) or BATCH_ID.search(text))
+
+
+# --- lineage and deletion ---------------------------------------------------------------
+INSPECT_PAGE = 500  # sources per inspect call
+MAX_DELETE_IDS = 500  # ids per delete-ids request
+MAX_SOURCE_IDS = 10_000  # sources an imported reflection links to
