@@ -42,7 +42,7 @@ from mcp_memoryrouter.auth.external import (
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
 from mcp_memoryrouter.auth.provider import Lifetimes
-from mcp_memoryrouter.auth.resource import InBandChallenge, ScopeGate, SingleAuthorization
+from mcp_memoryrouter.auth.resource import ScopeChallenge, SingleAuthorization
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy, load_policy
 from mcp_memoryrouter.auth.throttle import OAuthLimits
 from mcp_memoryrouter.auth.verifiers import AnyOfVerifiers
@@ -205,7 +205,7 @@ def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], fl
     client = vault_client(settings, vault_app)
     policy = load_policy()
     default_key = local_key(settings, vault_app) if settings.auth == "none" else None
-    mcp = build_server(Binder(client, default_key), policy, Budget(settings.mcp_result_tokens))
+    mcp = build_server(Binder(client, policy, Budget(settings.mcp_result_tokens), default_key))
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
@@ -227,11 +227,10 @@ def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], fl
             verifier = AnyOfVerifiers(MemoryKeyVerifier(client), external)
         if settings.oauth != "off":
             metadata_url = resource_metadata_url(resource)
-            mcp.middleware.append(InBandChallenge(metadata_url))
             routes += resource_routes(resource, [issuer], FIRST_CONNECTION_SCOPES)
         endpoint = SingleAuthorization(
             AuthenticationMiddleware(
-                AuthContextMiddleware(ScopeGate(endpoint, policy, metadata_url)),
+                AuthContextMiddleware(ScopeChallenge(endpoint, metadata_url)),
                 backend=BearerAuthBackend(verifier),
             )
         )
@@ -266,4 +265,4 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
     vault_app = None if settings.api_url else create_vault_app(settings)
     client = vault_client(settings, vault_app)
     budget = Budget(settings.mcp_result_tokens)
-    return build_server(Binder(client, settings.key), load_policy(), budget), client
+    return build_server(Binder(client, load_policy(), budget, settings.key)), client

@@ -63,3 +63,6 @@ def holds_an_id(text: str) -> bool:
 INSPECT_PAGE = 500  # sources per inspect call
 MAX_DELETE_IDS = 500  # ids per delete-ids request
 MAX_SOURCE_IDS = 10_000  # sources an imported reflection links to
+
+# --- the MCP tools ----------------------------------------------------------------------
+STORE_MEMORY_CHARS = 100_000  # store_memory's text; longer histories go through REST ingest

@@ -1,29 +1,33 @@
-"""The resource-server side of /mcp: who is calling, and may they call this tool.
+"""The resource-server side of /mcp: who is calling, and the HTTP answer when they may not.
 
-Per-tool scopes are enforced before dispatch: a ``tools/call`` (or ``resources/read``) whose
-token lacks the scope ``scopes.yaml`` names is answered HTTP 403 with
-``WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`` so the client can step up
-(MCP authorization, "Scope challenge handling"; RFC 6750 §3.1).
+Which scope a tool or resource needs is decided in one place, when the call is bound to its
+vault (``mcp/binding.py``, from ``scopes.yaml``), for HTTP and stdio alike. Over HTTP that
+decision also reaches :class:`ScopeChallenge` (:func:`refuse_scope`), which answers the
+request HTTP 403 with ``WWW-Authenticate: Bearer error="insufficient_scope", scope="…"``
+instead of the tool error, so the client can step up (MCP authorization, "Scope challenge
+handling"; RFC 6750 §3.1). The tool never runs: the decision comes before its body.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
+from contextvars import ContextVar
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.types import CallToolResult
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import read_body, repeated_header, replay, send_json
-from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy
+from mcp_memoryrouter.asgi import repeated_header, send_json
+from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
 
-MAX_BODY = 4 * 1024 * 1024  # the MCP SDK's own request limit
-# The in-tool backstop's message; ``InBandChallenge`` recognises it in an isError result.
-INSUFFICIENT_SCOPE = "insufficient_scope: this tool needs the {scope} scope"
-_INSUFFICIENT = re.compile(r"^insufficient_scope: this tool needs the (memories:[a-z]+) scope$")
+# The scopes refused during the request being answered (set by ScopeChallenge; the call's
+# handler runs in a copy of the request's context, so it sees the same list).
+_refused: ContextVar[list[str] | None] = ContextVar("refused_scopes", default=None)
+
+
+def refuse_scope(scope: str) -> None:
+    """Record that the call being handled needs ``scope``, which its token lacks."""
+    refused = _refused.get()
+    if refused is not None:
+        refused.append(scope)
 
 
 def challenge(error: str, description: str, scope: str | None, metadata_url: str | None) -> str:
@@ -35,17 +39,12 @@ def challenge(error: str, description: str, scope: str | None, metadata_url: str
     return "Bearer " + ", ".join(parts)
 
 
-def _required(policy: ScopePolicy, rpc: Any) -> str | None:
-    """The scope one JSON-RPC message needs beyond authentication, if any."""
-    if not isinstance(rpc, dict):
-        return None
-    params = rpc.get("params") if isinstance(rpc.get("params"), dict) else {}
-    assert isinstance(params, dict)
-    if rpc.get("method") == "tools/call":
-        return policy.for_tool(str(params.get("name")))
-    if rpc.get("method") == "resources/read":
-        return policy.for_resource(str(params.get("uri")))
-    return None
+async def deny(
+    send: Send, status: int, error: str, description: str, scope: str, metadata_url: str | None
+) -> None:
+    header = challenge(error, description, scope, metadata_url)
+    body = {"error": error, "error_description": description}
+    await send_json(send, status, body, [(b"www-authenticate", header.encode())])
 
 
 class SingleAuthorization:
@@ -66,76 +65,42 @@ class SingleAuthorization:
         await self.app(scope, receive, send)
 
 
-class ScopeGate:
-    """ASGI wrapper inside the authentication middleware (``scope["user"]`` is set)."""
+class ScopeChallenge:
+    """ASGI wrapper inside the authentication middleware (``scope["user"]`` is set): 401
+    without a valid token; 403 with the challenge when the call's scope was refused."""
 
-    def __init__(self, app: ASGIApp, policy: ScopePolicy, metadata_url: str | None = None) -> None:
+    def __init__(self, app: ASGIApp, metadata_url: str | None = None) -> None:
         self.app = app
-        self.policy = policy
         self.metadata_url = metadata_url
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        user = scope.get("user")
-        if not isinstance(user, AuthenticatedUser):
+        if not isinstance(scope.get("user"), AuthenticatedUser):
             presented = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
             error = "invalid_token" if presented else "invalid_request"
             # what ordinary use needs, so one sign-in serves it (memories:delete by step-up)
             first = " ".join(FIRST_CONNECTION_SCOPES)
-            await self._deny(send, 401, error, "authentication required", first)
+            await deny(send, 401, error, "authentication required", first, self.metadata_url)
             return
-        if scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        body = await read_body(receive, MAX_BODY)
-        if body is None:
-            await send_json(send, 413, {"error": "request body too large"})
-            return
-        try:
-            message = json.loads(body)
-        except (ValueError, RecursionError):
-            # the MCP transport answers malformed (or absurdly nested) JSON itself
-            message = None
-        granted = set(user.scopes)
-        for rpc in message if isinstance(message, list) else [message]:
-            needed = _required(self.policy, rpc)
-            if needed is not None and needed not in granted:
-                await self._deny(
-                    send, 403, "insufficient_scope", f"this call needs the {needed} scope", needed
-                )
+        refused: list[str] = []
+        token = _refused.set(refused)
+        replaced = False
+
+        async def answer(message: Message) -> None:
+            nonlocal replaced
+            if replaced:  # the refused call's own answer is not sent
                 return
-        await self.app(scope, replay(body, receive), send)
+            if refused and message["type"] == "http.response.start":
+                replaced = True
+                needed = refused[0]
+                description = f"this call needs the {needed} scope"
+                await deny(send, 403, "insufficient_scope", description, needed, self.metadata_url)
+                return
+            await send(message)
 
-    async def _deny(
-        self, send: Send, status: int, error: str, description: str, needed: str
-    ) -> None:
-        header = challenge(error, description, needed, self.metadata_url)
-        body = {"error": error, "error_description": description}
-        await send_json(send, status, body, [(b"www-authenticate", header.encode())])
-
-
-class InBandChallenge:
-    """MCP server middleware: a tool call refused by the in-tool scope backstop carries the
-    challenge in ``_meta["mcp/www_authenticate"]`` too, the signal ChatGPT reads to run its
-    OAuth linking again (OpenAI Apps SDK, "Triggering authentication from a tool")."""
-
-    def __init__(self, metadata_url: str) -> None:
-        self.metadata_url = metadata_url
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        result = await call_next(ctx)
-        if ctx.method != "tools/call" or not isinstance(result, CallToolResult):
-            return result
-        if not result.is_error or len(result.content) != 1:
-            return result
-        match = _INSUFFICIENT.match(getattr(result.content[0], "text", ""))
-        if match is None:
-            return result
-        description = f"this call needs the {match.group(1)} scope"
-        header = challenge("insufficient_scope", description, match.group(1), self.metadata_url)
-        meta = {**(result.meta or {}), "mcp/www_authenticate": [header]}
-        return result.model_copy(update={"meta": meta})
+        try:
+            await self.app(scope, receive, answer)
+        finally:
+            _refused.reset(token)

@@ -1,32 +1,22 @@
-"""Build the MCP server: the tools and resources, checked against scopes.yaml."""
+"""Build the MCP server: every tool and resource, checked against scopes.yaml."""
 
 from __future__ import annotations
 
 from mcp.server import MCPServer
 
 from mcp_memoryrouter import __version__
-from mcp_memoryrouter.auth.scopes import ScopePolicy
-from mcp_memoryrouter.mcp import resources
-from mcp_memoryrouter.mcp.binding import Resolver
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.tools import Catalog, connector, delete, lineage, read, reflect, write
+from mcp_memoryrouter.mcp import catalog, resources
+from mcp_memoryrouter.mcp.binding import Binder
+from mcp_memoryrouter.mcp.copy import INSTRUCTIONS
+from mcp_memoryrouter.mcp.tools import connector, delete, lineage, read, reflect, write
 
 SERVER_NAME = "memoryrouter"
-INSTRUCTIONS = (
-    "MemoryRouter is the user's long-term memory, in three tiers: raw memories (exact moments), "
-    "reflections (what happened) and high-level reflections (why it matters). Search it "
-    "(search_memories, date_search_memories) when the conversation may depend on the past; "
-    "drill into any result with inspect_memory. Store what the user wants remembered with "
-    "store_memory. When a result carries consolidation_suggestion, offer to consolidate: call "
-    "consolidate_memories, write the entries exactly as its reflection_contract instructs, and "
-    "commit them with commit_reflections."
-)
+TOOLS = (*read.TOOLS, *lineage.TOOLS, *connector.TOOLS, *write.TOOLS, *reflect.TOOLS, *delete.TOOLS)
 
 
-def build_server(resolve: Resolver, policy: ScopePolicy, budget: Budget) -> MCPServer:
-    """The server with every tool and resource, each result within ``budget``; stops with
-    PolicyError when scopes.yaml and the catalog disagree."""
-    catalog = Catalog(policy, budget)
-    for module in (read, lineage, connector, write, reflect, delete, resources):
-        module.register(catalog, resolve)
-    return catalog.build(SERVER_NAME, __version__, INSTRUCTIONS)
+def build_server(binder: Binder) -> MCPServer:
+    """The server with every tool and resource, each call bound (and its scope checked)
+    through ``binder``; stops with PolicyError when scopes.yaml and the catalog disagree."""
+    return catalog.build_server(
+        SERVER_NAME, __version__, INSTRUCTIONS, binder, TOOLS, resources.RESOURCES
+    )

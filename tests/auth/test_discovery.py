@@ -3,15 +3,11 @@ metadata, JWKS, the challenges on /mcp, the pages' headers, memory keys alongsid
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import httpx2
 import pytest
-from mcp.server.context import HandlerResult, ServerRequestContext
-from mcp.types import CallToolResult, TextContent
 
-from mcp_memoryrouter.auth.resource import INSUFFICIENT_SCOPE, InBandChallenge
 from mcp_memoryrouter.config import Settings
 from tests.auth.conftest import (
     OAuthServer,
@@ -167,25 +163,6 @@ async def test_keys_persist_with_owner_only_permissions_and_tokens_survive_a_res
         _, fresh = await grant_tokens(second, key=vault_key)
         assert call_mcp(second, fresh["access_token"], "memory_status").status_code == 200
     assert client_id
-
-
-async def test_a_backstop_refusal_carries_the_in_band_challenge() -> None:
-    middleware = InBandChallenge("https://m.example/.well-known/oauth-protected-resource/mcp")
-    refused = CallToolResult(
-        content=[TextContent(type="text", text=INSUFFICIENT_SCOPE.format(scope="memories:write"))],
-        is_error=True,
-    )
-
-    async def call_next(_: object) -> HandlerResult:
-        return refused
-
-    ctx = cast(ServerRequestContext[Any, Any], SimpleNamespace(method="tools/call"))
-    result = await middleware(ctx, call_next)
-    assert isinstance(result, CallToolResult) and result.meta is not None
-    [header] = result.meta["mcp/www_authenticate"]
-    assert 'error="insufficient_scope"' in header and 'scope="memories:write"' in header
-    other = cast(ServerRequestContext[Any, Any], SimpleNamespace(method="tools/list"))
-    assert await middleware(other, call_next) is refused
 
 
 @pytest.mark.parametrize(

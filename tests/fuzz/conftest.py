@@ -36,7 +36,7 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolHarness]:
         "http://vault.internal", transport=httpx2.ASGITransport(app=vault.app)
     )
     server = build_server(
-        Binder(vault_client, vault.key), load_policy(), Budget(Settings().mcp_result_tokens)
+        Binder(vault_client, load_policy(), Budget(Settings().mcp_result_tokens), vault.key)
     )
     with (
         start_blocking_portal() as portal,

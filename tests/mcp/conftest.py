@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import free_port, live_server
 
 Mode = Literal["auto", "legacy"]
+ResponseHook = Callable[[httpx2.Response], Awaitable[None]]
 
 
 @dataclass
@@ -35,10 +36,15 @@ class McpServer:
         return key
 
     @asynccontextmanager
-    async def client(self, key: str | None = None, mode: Mode = "auto") -> AsyncIterator[Client]:
+    async def client(
+        self, key: str | None = None, mode: Mode = "auto", hooks: Sequence[ResponseHook] = ()
+    ) -> AsyncIterator[Client]:
+        """The SDK's client over HTTP with ``key``; ``hooks`` see every HTTP response."""
         headers = {"Authorization": f"Bearer {key or self.key}"}
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            httpx2.AsyncClient(
+                headers=headers, timeout=30, event_hooks={"response": list(hooks)}
+            ) as http,
             Client(streamable_http_client(self.url, http_client=http), mode=mode) as client,
         ):
             yield client

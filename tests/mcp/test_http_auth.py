@@ -10,7 +10,7 @@ import pytest
 
 from mcp_memoryrouter.app import ConfigError, create_server
 from mcp_memoryrouter.config import Settings
-from tests.mcp.conftest import McpServer
+from tests.mcp.conftest import McpServer, Mode
 from tests.support import live_server
 
 LEGACY = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -136,3 +136,30 @@ def test_the_host_allow_list_comes_from_the_environment(
             post(target, rpc("tools/list"), key=key, Host="memory.example.com").status_code == 200
         )
         assert post(target, rpc("tools/list"), key=key, Host="other.example").status_code == 421
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_refused_call_never_reaches_the_vault_in_either_protocol_era(
+    embedded: McpServer, mode: Mode
+) -> None:
+    """The scope decision is taken where the call is bound to its vault, before the tool's
+    body: the HTTP answer is the 403 challenge and the memory is still there."""
+    async with embedded.client(mode=mode) as client:
+        stored = await client.call_tool("store_memory", {"content": "Keep this one."})
+        assert isinstance(stored.structured_content, dict)
+        [memory_id] = stored.structured_content["ids"]
+    refusals: list[httpx2.Response] = []
+
+    async def seen(response: httpx2.Response) -> None:
+        if response.status_code == 403:
+            refusals.append(response)
+
+    with pytest.raises(Exception):  # noqa: B017, PT011 (the SDK client's own error for a 403)
+        async with embedded.client(embedded.key + ":read", mode, hooks=[seen]) as reader:
+            await reader.call_tool("delete_memories", {"ids": [memory_id]})
+    [refused] = refusals
+    assert 'scope="memories:delete"' in refused.headers["www-authenticate"]
+    async with embedded.client(mode=mode) as client:
+        found = await client.call_tool("inspect_memory", {"memory_id": memory_id})
+        assert not found.is_error and "Keep this one." in str(found.structured_content)

@@ -42,7 +42,7 @@ def vault(tmp_path: Path) -> Iterator[Vault]:
 
 async def inspect(vault: Vault, memory_id: str) -> dict[str, Any]:
     client = VaultClient("http://vault.internal", transport=httpx2.ASGITransport(app=vault.app))
-    server = build_server(Binder(client, vault.key), load_policy(), Budget(10_000))
+    server = build_server(Binder(client, load_policy(), Budget(10_000), vault.key))
     try:
         async with Client(server) as mcp:
             result = await mcp.call_tool("inspect_memory", {"memory_id": memory_id})

@@ -67,7 +67,7 @@ def test_a_read_only_key_in_write_mode_may_still_list_the_tools(embedded: McpSer
 @asynccontextmanager
 async def tools_over(transport: httpx2.AsyncBaseTransport) -> AsyncIterator[Client]:
     vault = VaultClient("http://vault.internal", transport=transport)
-    server = build_server(Binder(vault, KEY), load_policy(), Budget(10_000))
+    server = build_server(Binder(vault, load_policy(), Budget(10_000), KEY))
     try:
         async with Client(server) as client:
             yield client
@@ -120,7 +120,7 @@ async def test_store_memory_returns_the_ids_it_stored_and_found_as_duplicates(
 ) -> None:
     transport = httpx2.ASGITransport(app=vault.app)
     client = VaultClient("http://vault.internal", transport=transport)
-    server = build_server(Binder(client, vault.key), load_policy(), Budget(10_000))
+    server = build_server(Binder(client, load_policy(), Budget(10_000), vault.key))
     try:
         async with Client(server) as mcp:
             first = await mcp.call_tool("store_memory", {"content": "We chose Postgres."})

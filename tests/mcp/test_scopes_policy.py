@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memoryrouter.auth.scopes import ALL_SCOPES, PolicyError, load_policy, parse_policy
-from mcp_memoryrouter.mcp.binding import VaultBinding
+from mcp_memoryrouter.auth.scopes import (
+    ALL_SCOPES,
+    PolicyError,
+    ScopePolicy,
+    load_policy,
+    parse_policy,
+)
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 
@@ -15,13 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 BUDGET = Budget(10_000)
 
 
-async def _never() -> VaultBinding:
-    raise AssertionError("not called")
+def _binder(policy: ScopePolicy) -> Binder:
+    return Binder(VaultClient("http://127.0.0.1:9"), policy, BUDGET)  # never called
 
 
 def test_every_tool_and_resource_has_exactly_one_entry_and_vice_versa() -> None:
     policy = load_policy(ROOT / "scopes.yaml")
-    build_server(_never, policy, BUDGET)  # raises when either side has something the other lacks
+    build_server(_binder(policy))  # raises when either side has something the other lacks
     assert set(policy.descriptions) == set(ALL_SCOPES)
     assert policy.for_tool("delete_memories") == "memories:delete"
     assert policy.for_tool("commit_reflections") == "memories:reflect"
@@ -34,7 +41,7 @@ def test_the_packaged_policy_is_the_top_level_file() -> None:
 def test_a_tool_without_an_entry_stops_the_server() -> None:
     text = (ROOT / "scopes.yaml").read_text().replace("  fetch: memories:read\n", "")
     with pytest.raises(PolicyError, match="fetch"):
-        build_server(_never, parse_policy(text), BUDGET)
+        build_server(_binder(parse_policy(text)))
 
 
 def test_an_entry_without_a_tool_stops_the_server() -> None:
@@ -44,7 +51,7 @@ def test_an_entry_without_a_tool_stops_the_server() -> None:
         .replace("tools:\n", "tools:\n  teleport_memories: memories:write\n")
     )
     with pytest.raises(PolicyError, match="teleport_memories"):
-        build_server(_never, parse_policy(text), BUDGET)
+        build_server(_binder(parse_policy(text)))
 
 
 def test_an_unknown_scope_is_refused() -> None:

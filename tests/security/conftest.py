@@ -103,7 +103,7 @@ async def tools_for(vault: Vault, key: str) -> AsyncIterator[Client]:
     transport = httpx2.ASGITransport(app=vault.app)
     vault_client = VaultClient("http://vault.internal", transport=transport)
     server = build_server(
-        Binder(vault_client, key), load_policy(), Budget(Settings().mcp_result_tokens)
+        Binder(vault_client, load_policy(), Budget(Settings().mcp_result_tokens), key)
     )
     try:
         async with Client(server) as client:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.types import CallToolResult
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import Resolver
+from mcp_memoryrouter.mcp.binding import Vault
 from mcp_memoryrouter.mcp.budget import largest_fit, over_budget, shaped, trim
-from mcp_memoryrouter.mcp.tools import READ_ONLY, Catalog, backend_errors
+from mcp_memoryrouter.mcp.catalog import READ_ONLY, ToolSpec
+from mcp_memoryrouter.mcp.errors import backend_errors
 
 
 class SearchHit(BaseModel):
@@ -54,49 +55,46 @@ def _metadata(found: schemas.InspectResponse) -> dict[str, str | int | None]:
     return metadata
 
 
-def register(catalog: Catalog, resolve: Resolver) -> None:
-    budget = catalog.budget
-
-    @catalog.tool(
-        title="Search (connector)",
-        annotations=READ_ONLY,
-        description=(
-            "Search the user's memory; returns {id, title, url} per match for citation. Read "
-            "one with fetch. Prefer search_memories where available."
-        ),
-    )
-    async def search(
-        query: Annotated[str, Field(min_length=1, max_length=10_000)],
-    ) -> Annotated[CallToolResult, SearchResults]:
-        binding = await resolve()
-        binding.require("memories:read")
-        async with backend_errors():
-            found = await binding.vault.search(schemas.SearchRequest(query=query, limit=10))
-        hits = [SearchHit(id=m.id, title=_title(m.content), url=_url(m.id)) for m in found.memories]
-        return largest_fit(
-            len(hits),
-            lambda k: shaped(SearchResults(results=hits[:k], omitted=len(hits) - k)),
-            budget.fits,
+async def search(vault: Vault, query: schemas.Query) -> Annotated[CallToolResult, SearchResults]:
+    async with backend_errors():
+        found = await vault.client.search(
+            schemas.SearchRequest.model_construct(query=query, limit=10)
         )
-
-    @catalog.tool(
-        title="Fetch a memory (connector)",
-        annotations=READ_ONLY,
-        description="Return one memory in full (text, tier, dates, importance) by a search id.",
+    hits = [SearchHit(id=m.id, title=_title(m.content), url=_url(m.id)) for m in found.memories]
+    return largest_fit(
+        len(hits),
+        lambda k: shaped(SearchResults(results=hits[:k], omitted=len(hits) - k)),
+        vault.budget.fits,
     )
-    async def fetch(
-        id: Annotated[str, Field(min_length=1, max_length=200)],
-    ) -> Annotated[CallToolResult, FetchedMemory]:
-        binding = await resolve()
-        binding.require("memories:read")
-        async with backend_errors():
-            found = await binding.vault.inspect(schemas.InspectRequest(memory_id=id))
-        return shaped(
-            FetchedMemory(
-                id=found.memory_id,
-                title=_title(found.content),
-                text=trim(found.content, budget.text_share(1), over_budget(budget.tokens)),
-                url=_url(found.memory_id),
-                metadata=_metadata(found),
-            )
+
+
+async def fetch(vault: Vault, id: schemas.Id) -> Annotated[CallToolResult, FetchedMemory]:
+    async with backend_errors():
+        found = await vault.client.inspect(schemas.InspectRequest.model_construct(memory_id=id))
+    budget = vault.budget
+    return shaped(
+        FetchedMemory(
+            id=found.memory_id,
+            title=_title(found.content),
+            text=trim(found.content, budget.text_share(1), over_budget(budget.tokens)),
+            url=_url(found.memory_id),
+            metadata=_metadata(found),
         )
+    )
+
+
+TOOLS = (
+    ToolSpec(
+        search,
+        "Search (connector)",
+        "Search the user's memory; returns {id, title, url} per match for citation. Read "
+        "one with fetch. Prefer search_memories where available.",
+        READ_ONLY,
+    ),
+    ToolSpec(
+        fetch,
+        "Fetch a memory (connector)",
+        "Return one memory in full (text, tier, dates, importance) by a search id.",
+        READ_ONLY,
+    ),
+)

@@ -9,9 +9,10 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import Resolver
+from mcp_memoryrouter.mcp.binding import Vault
 from mcp_memoryrouter.mcp.budget import Budget, largest_fit, over_budget, shaped, trim, whole_by
-from mcp_memoryrouter.mcp.tools import READ_ONLY, Catalog, backend_errors
+from mcp_memoryrouter.mcp.catalog import READ_ONLY, ToolSpec
+from mcp_memoryrouter.mcp.errors import backend_errors
 
 SHARES = 4  # a source's text keeps at most a quarter of the budget
 
@@ -98,28 +99,29 @@ def fit_lineage(budget: Budget, found: schemas.InspectResponse, offset: int) -> 
     return largest_fit(len(sources), build, budget.fits)
 
 
-def register(catalog: Catalog, resolve: Resolver) -> None:
-    budget = catalog.budget
-
-    @catalog.tool(
-        title="Inspect a memory's lineage",
-        annotations=READ_ONLY,
-        description=(
-            "A memory in full with its receipts. For a reflection (tier 2 or 3): the memories "
-            "it was built from, one tier down, most similar first (score: cosine; null = not "
-            "embedded yet); when truncated, pass next_offset as offset to read on. For tier 1 "
-            "and 2: consolidated_into lists the reflections built from it. Chain calls to "
-            "drill from an insight down to the exact words."
-        ),
-    )
-    async def inspect_memory(
-        memory_id: Annotated[str, Field(min_length=1, max_length=200)],
-        offset: Annotated[int, Field(ge=0)] = 0,
-    ) -> Annotated[CallToolResult, InspectOutput]:
-        binding = await resolve()
-        binding.require("memories:read")
-        async with backend_errors():
-            found = await binding.vault.inspect(
-                schemas.InspectRequest(memory_id=memory_id, offset=offset, order="similarity")
+async def inspect_memory(
+    vault: Vault,
+    memory_id: schemas.Id,
+    offset: Annotated[int, Field(ge=0)] = 0,
+) -> Annotated[CallToolResult, InspectOutput]:
+    async with backend_errors():
+        found = await vault.client.inspect(
+            schemas.InspectRequest.model_construct(
+                memory_id=memory_id, offset=offset, order="similarity"
             )
-        return fit_lineage(budget, found, offset)
+        )
+    return fit_lineage(vault.budget, found, offset)
+
+
+TOOLS = (
+    ToolSpec(
+        inspect_memory,
+        "Inspect a memory's lineage",
+        "A memory in full with its receipts. For a reflection (tier 2 or 3): the memories "
+        "it was built from, one tier down, most similar first (score: cosine; null = not "
+        "embedded yet); when truncated, pass next_offset as offset to read on. For tier 1 "
+        "and 2: consolidated_into lists the reflections built from it. Chain calls to "
+        "drill from an insight down to the exact words.",
+        READ_ONLY,
+    ),
+)

@@ -4,36 +4,23 @@ counted in ``omitted``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import Resolver
+from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.mcp.binding import Vault
 from mcp_memoryrouter.mcp.budget import Budget, largest_fit, shaped, trim, whole_by
-from mcp_memoryrouter.mcp.tools import READ_ONLY, Catalog, backend_errors
+from mcp_memoryrouter.mcp.catalog import READ_ONLY, ToolSpec
+from mcp_memoryrouter.mcp.copy import FITTED, TIER_GUIDE
+from mcp_memoryrouter.mcp.errors import backend_errors
 
 EPOCH = "1970-01-01"
-TIER_GUIDE = (
-    " Tiers: 3 = high-level reflections (identity, principles, what matters most); 2 = "
-    "reflections of specific events; 1 = raw verbatim memories. Only 2 and 3 carry importance "
-    "(1-10). Topic lookups: omit tiers and importance (a high importance hides detail). "
-    "Overviews: tiers [3]. Most important things: tiers [3], importance 8, limit 250. Events "
-    "without raw noise: tiers [2]. Exact wording: search tiers [3], then inspect_memory down "
-    "the lineage."
-)
-FITTED = (
-    " Long texts are trimmed with a marker (inspect_memory returns the whole text); omitted "
-    "counts results left out to fit."
-)
 
-Tiers = Annotated[
-    list[Literal[1, 2, 3]] | None,
-    Field(description="Only these tiers; omit to blend all."),
-]
+Tiers = Annotated[schemas.Tiers | None, Field(description="Only these tiers; omit to blend all.")]
 MinImportance = Annotated[
-    int | None, Field(ge=1, le=10, description="Minimum importance; excludes tier 1.")
+    schemas.Importance | None, Field(description="Minimum importance; excludes tier 1.")
 ]
 
 
@@ -135,121 +122,116 @@ def fit_page(
     return largest_fit(cuts[0], lambda k: build(k, cuts[0]), budget.fits)
 
 
-def register(catalog: Catalog, resolve: Resolver) -> None:
-    budget = catalog.budget
-
-    @catalog.tool(
-        title="Search memories",
-        annotations=READ_ONLY,
-        description=(
-            "Search the user's long-term memory by meaning and keywords, across all tiers at "
-            "once; use it whenever the conversation may depend on something the user said, "
-            "decided or did before. Results carry tier, date or covers, importance. "
-            "from_date/to_date (ISO) restrict it to a period." + FITTED + TIER_GUIDE
-        ),
-    )
-    async def search_memories(
-        query: Annotated[str, Field(min_length=1, max_length=10_000)],
-        limit: Annotated[int, Field(ge=1, le=250)] = 10,
-        tiers: Tiers = None,
-        importance: MinImportance = None,
-        from_date: str | None = None,
-        to_date: str | None = None,
-    ) -> Annotated[CallToolResult, SearchOutput]:
-        binding = await resolve()
-        binding.require("memories:read")
-        async with backend_errors():
-            if from_date or to_date:
-                body = schemas.DateSearchRequest.model_validate(
-                    {
-                        "from": from_date or EPOCH,
-                        "to": to_date,
-                        "query": query,
-                        "tiers": tiers,
-                        "importance": importance,
-                    }
+async def search_memories(
+    vault: Vault,
+    query: schemas.Query,
+    limit: schemas.Limit = limits.SEARCH_LIMIT_DEFAULT,
+    tiers: Tiers = None,
+    importance: MinImportance = None,
+    from_date: schemas.Text | None = None,
+    to_date: schemas.Text | None = None,
+) -> Annotated[CallToolResult, SearchOutput]:
+    async with backend_errors():
+        if from_date or to_date:
+            found = await vault.client.date_search(
+                schemas.DateSearchRequest.model_construct(
+                    from_=from_date or EPOCH,
+                    to=to_date,
+                    query=query,
+                    tiers=tiers,
+                    importance=importance,
                 )
-                found = await binding.vault.date_search(body)
-                rows, debt = found.memories[:limit], found.reflection
-            else:
-                result = await binding.vault.search(
-                    schemas.SearchRequest(
-                        query=query,
-                        limit=limit,
-                        tiers=list(tiers) if tiers else None,
-                        importance=importance,
-                    )
-                )
-                rows, debt = result.memories, result.reflection
-        return fit_search(budget, rows, debt.suggestion)
-
-    @catalog.tool(
-        title="Search memories by date",
-        annotations=READ_ONLY,
-        description=(
-            "Time-first retrieval: what happened in a period ('last week', 'in February'). "
-            "Without a query it lists the window chronologically; with one it ranks by "
-            "relevance within it. Reflections match when the period they cover overlaps. "
-            "When truncated, call again with to_date = returned.from (newest_first) or "
-            "from_date = returned.to (oldest_first). tiers and importance as in "
-            "search_memories." + FITTED
-        ),
-    )
-    async def date_search_memories(
-        from_date: Annotated[str, Field(description="ISO date (whole UTC day) or datetime.")],
-        to_date: Annotated[str | None, Field(description="Inclusive; default now.")] = None,
-        query: Annotated[str | None, Field(max_length=10_000)] = None,
-        tiers: Tiers = None,
-        importance: MinImportance = None,
-        max_tokens: Annotated[
-            int | None, Field(ge=1000, le=200_000, description="Page size; capped to fit.")
-        ] = None,
-        order: Literal["newest_first", "oldest_first"] = "newest_first",
-    ) -> Annotated[CallToolResult, DateSearchOutput]:
-        binding = await resolve()
-        binding.require("memories:read")
-        page_tokens = budget.content_tokens(max_tokens)
-        async with backend_errors():
-            body = schemas.DateSearchRequest.model_validate(
-                {
-                    "from": from_date,
-                    "to": to_date,
-                    "query": query,
-                    "tiers": tiers,
-                    "importance": importance,
-                    "max_tokens": page_tokens,
-                    "order": order,
-                }
             )
-            found = await binding.vault.date_search(body)
-        return fit_page(budget, found, order, ranked=bool(query and query.strip()))
+            rows, debt = found.memories[:limit], found.reflection
+        else:
+            result = await vault.client.search(
+                schemas.SearchRequest.model_construct(
+                    query=query, limit=limit, tiers=tiers, importance=importance
+                )
+            )
+            rows, debt = result.memories, result.reflection
+    return fit_search(vault.budget, rows, debt.suggestion)
 
-    @catalog.tool(
-        title="Memory status",
-        annotations=READ_ONLY,
-        description=(
-            "Connection and vault status: the vault's reference (never its key), memories per "
-            "tier, oldest and newest dates, the scopes granted, and the reflection debt."
+
+async def date_search_memories(
+    vault: Vault,
+    from_date: Annotated[schemas.Text, Field(description="ISO date (whole UTC day) or datetime.")],
+    to_date: Annotated[schemas.Text | None, Field(description="Inclusive; default now.")] = None,
+    query: schemas.OptionalQuery | None = None,
+    tiers: Tiers = None,
+    importance: MinImportance = None,
+    max_tokens: Annotated[
+        int | None,
+        Field(
+            ge=limits.CHECKOUT_TOKENS_MIN,
+            le=limits.CHECKOUT_TOKENS_MAX,
+            description="Page size; capped to fit.",
         ),
-    )
-    async def memory_status() -> Annotated[CallToolResult, StatusOutput]:
-        binding = await resolve()
-        binding.require("memories:read")
-        async with backend_errors():
-            stats = await binding.vault.stats()
-            health = await binding.vault.health()
-        return shaped(
-            StatusOutput(
-                connected=True,
-                storage=health.store,
-                vault=stats.vault,
-                total_memories=stats.total_memories,
-                total_tokens=stats.total_tokens,
-                tiers=stats.tiers,
-                oldest=stats.oldest,
-                newest=stats.newest,
-                granted_scopes=sorted(binding.scopes),
-                reflection=stats.reflection,
-                consolidation_suggestion=stats.reflection.suggestion,
+    ] = None,
+    order: schemas.Order = "newest_first",
+) -> Annotated[CallToolResult, DateSearchOutput]:
+    async with backend_errors():
+        found = await vault.client.date_search(
+            schemas.DateSearchRequest.model_construct(
+                from_=from_date,
+                to=to_date,
+                query=query,
+                tiers=tiers,
+                importance=importance,
+                max_tokens=vault.budget.content_tokens(max_tokens),
+                order=order,
             )
         )
+    return fit_page(vault.budget, found, order, ranked=bool(query and query.strip()))
+
+
+async def memory_status(vault: Vault) -> Annotated[CallToolResult, StatusOutput]:
+    async with backend_errors():
+        stats = await vault.client.stats()
+        health = await vault.client.health()
+    return shaped(
+        StatusOutput(
+            connected=True,
+            storage=health.store,
+            vault=stats.vault,
+            total_memories=stats.total_memories,
+            total_tokens=stats.total_tokens,
+            tiers=stats.tiers,
+            oldest=stats.oldest,
+            newest=stats.newest,
+            granted_scopes=sorted(vault.scopes),
+            reflection=stats.reflection,
+            consolidation_suggestion=stats.reflection.suggestion,
+        )
+    )
+
+
+TOOLS = (
+    ToolSpec(
+        search_memories,
+        "Search memories",
+        "Search the user's long-term memory by meaning and keywords, across all tiers at "
+        "once; use it whenever the conversation may depend on something the user said, "
+        "decided or did before. Results carry tier, date or covers, importance. "
+        "from_date/to_date (ISO) restrict it to a period." + FITTED + TIER_GUIDE,
+        READ_ONLY,
+    ),
+    ToolSpec(
+        date_search_memories,
+        "Search memories by date",
+        "Time-first retrieval: what happened in a period ('last week', 'in February'). "
+        "Without a query it lists the window chronologically; with one it ranks by "
+        "relevance within it. Reflections match when the period they cover overlaps. "
+        "When truncated, call again with to_date = returned.from (newest_first) or "
+        "from_date = returned.to (oldest_first). tiers and importance as in "
+        "search_memories." + FITTED,
+        READ_ONLY,
+    ),
+    ToolSpec(
+        memory_status,
+        "Memory status",
+        "Connection and vault status: the vault's reference (never its key), memories per "
+        "tier, oldest and newest dates, the scopes granted, and the reflection debt.",
+        READ_ONLY,
+    ),
+)

@@ -1,4 +1,4 @@
-"""Reflection tools (memories:reflect): the consolidation round trip inside a chat.
+"""consolidate_memories and commit_reflections: the consolidation round trip inside a chat.
 
 The model sees texts, dates and the server's contract; never a memory id. The batch id is
 the lease ticket, and the server builds all lineage itself. A batch is checked out to fit
@@ -14,14 +14,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import Resolver
+from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.mcp.binding import Vault
 from mcp_memoryrouter.mcp.budget import SETTING, Budget, shaped
-from mcp_memoryrouter.mcp.tools import WRITES, WRITES_IDEMPOTENT, Catalog, backend_errors
+from mcp_memoryrouter.mcp.catalog import WRITES, WRITES_IDEMPOTENT, ToolSpec
+from mcp_memoryrouter.mcp.errors import backend_errors
 from mcp_memoryrouter.tokens import est_tokens
 
 CONTRACT_TOKENS = 1_100  # the contract, sent twice, until a checkout has measured it
-MIN_BATCH_TOKENS = 1_000  # the smallest batch cap the vault accepts (it clamps up to it)
 
 
 class BatchMemory(BaseModel):
@@ -37,14 +37,6 @@ class ConsolidateOutput(BaseModel):
     reflection_contract: schemas.ReflectionContract | None = None
     lease_expires_at: str | None = None
     message: str | None = None
-
-
-class Entry(BaseModel):
-    text: Annotated[
-        str,
-        Field(min_length=1, max_length=8000, description="Standalone prose; no ids or scores."),
-    ]
-    importance: Annotated[int, Field(ge=1, le=10, description="1 routine ... 10 defining.")]
 
 
 class CommitOutput(BaseModel):
@@ -81,80 +73,76 @@ def batch_result(budget: Budget, batch: schemas.CheckoutResponse) -> CallToolRes
     return result
 
 
-def register(catalog: Catalog, resolve: Resolver) -> None:
-    budget = catalog.budget
-    reserved = {1: CONTRACT_TOKENS, 2: CONTRACT_TOKENS}
-
-    @catalog.tool(
-        title="Check out memories to consolidate",
-        annotations=WRITES,
-        description=(
-            "Start a consolidation: lease the oldest unconsolidated memories (tier 1 into tier "
-            "2 reflections; tier=2: tier 2 into tier 3) and get their texts, dates and the "
-            "reflection_contract. Write the entries following reflection_contract.instructions "
-            "exactly, then call commit_reflections with the batch_id before the lease expires. "
-            "batch_id null: nothing left to consolidate."
+async def consolidate_memories(
+    vault: Vault,
+    tier: Literal[1, 2] = 1,
+    max_tokens: Annotated[
+        int | None,
+        Field(
+            ge=limits.CHECKOUT_TOKENS_MIN,
+            le=limits.CHECKOUT_TOKENS_MAX,
+            description="Batch size; smaller gives tighter lineage.",
         ),
-    )
-    async def consolidate_memories(
-        tier: Literal[1, 2] = 1,
-        max_tokens: Annotated[
-            int | None,
-            Field(
-                ge=MIN_BATCH_TOKENS,
-                le=200_000,
-                description="Batch size; smaller gives tighter lineage.",
-            ),
-        ] = None,
-    ) -> Annotated[CallToolResult, ConsolidateOutput]:
-        binding = await resolve()
-        binding.require("memories:reflect")
-        size = budget.content_tokens(max_tokens, reserved[tier])
-        if budget.content_tokens(None, reserved[tier]) < MIN_BATCH_TOKENS:
-            raise ToolError(
-                f"result_too_large: the smallest batch ({MIN_BATCH_TOKENS} tokens) with its "
-                f"contract does not fit this server's {budget.tokens}-token result budget "
-                f"({SETTING}); ask the operator to raise it to at least "
-                f"{reserved[tier] + MIN_BATCH_TOKENS * 5 // 2}."
-            )
-        async with backend_errors():
-            batch = await binding.vault.checkout(
-                schemas.CheckoutRequest(tier=tier, max_tokens=size)
-            )
-        if batch.reflection_contract is not None:
-            reserved[tier] = 2 * est_tokens(batch.reflection_contract.model_dump_json()) + 100
-        return batch_result(budget, batch)
-
-    @catalog.tool(
-        title="Commit reflections",
-        annotations=WRITES_IDEMPOTENT,
-        description=(
-            "Finish a consolidation: submit the entries written for a consolidate_memories "
-            "batch, each text plus integer importance 1-10 (never ids or numbers in the text). "
-            "Committing a batch again writes nothing twice. An expired lease is refused: check "
-            "out again."
-        ),
-    )
-    async def commit_reflections(
-        batch_id: Annotated[str, Field(min_length=1, max_length=200)],
-        entries: Annotated[list[Entry], Field(min_length=1, max_length=100)],
-    ) -> Annotated[CallToolResult, CommitOutput]:
-        binding = await resolve()
-        binding.require("memories:reflect")
-        async with backend_errors():
-            body = schemas.CommitRequest(
-                batch_id=batch_id,
-                entries=[schemas.EntryIn(text=e.text, importance=e.importance) for e in entries],
-            )
-            done = await binding.vault.commit(body)
-        return shaped(
-            CommitOutput(
-                committed=done.committed,
-                already_committed=done.already_committed,
-                tier=done.tier,
-                reflections_created=len(done.created),
-                sources_consolidated=done.sources_consolidated,
-                reflection=done.reflection,
-                consolidation_suggestion=done.reflection.suggestion,
+    ] = None,
+) -> Annotated[CallToolResult, ConsolidateOutput]:
+    budget, smallest = vault.budget, limits.CHECKOUT_TOKENS_MIN
+    reserved = vault.contract_tokens.get(tier, CONTRACT_TOKENS)
+    if budget.content_tokens(None, reserved) < smallest:
+        raise ToolError(
+            f"result_too_large: the smallest batch ({smallest} tokens) with its contract does "
+            f"not fit this server's {budget.tokens}-token result budget ({SETTING}); ask the "
+            f"operator to raise it to at least {reserved + smallest * 5 // 2}."
+        )
+    async with backend_errors():
+        batch = await vault.client.checkout(
+            schemas.CheckoutRequest.model_construct(
+                tier=tier, max_tokens=budget.content_tokens(max_tokens, reserved)
             )
         )
+    if batch.reflection_contract is not None:
+        measured = est_tokens(batch.reflection_contract.model_dump_json())
+        vault.contract_tokens[tier] = 2 * measured + 100
+    return batch_result(budget, batch)
+
+
+async def commit_reflections(
+    vault: Vault, batch_id: schemas.Id, entries: schemas.Entries
+) -> Annotated[CallToolResult, CommitOutput]:
+    async with backend_errors():
+        done = await vault.client.commit(
+            schemas.CommitRequest.model_construct(batch_id=batch_id, entries=entries)
+        )
+    return shaped(
+        CommitOutput(
+            committed=done.committed,
+            already_committed=done.already_committed,
+            tier=done.tier,
+            reflections_created=len(done.created),
+            sources_consolidated=done.sources_consolidated,
+            reflection=done.reflection,
+            consolidation_suggestion=done.reflection.suggestion,
+        )
+    )
+
+
+TOOLS = (
+    ToolSpec(
+        consolidate_memories,
+        "Check out memories to consolidate",
+        "Start a consolidation: lease the oldest unconsolidated memories (tier 1 into tier "
+        "2 reflections; tier=2: tier 2 into tier 3) and get their texts, dates and the "
+        "reflection_contract. Write the entries following reflection_contract.instructions "
+        "exactly, then call commit_reflections with the batch_id before the lease expires. "
+        "batch_id null: nothing left to consolidate.",
+        WRITES,
+    ),
+    ToolSpec(
+        commit_reflections,
+        "Commit reflections",
+        "Finish a consolidation: submit the entries written for a consolidate_memories "
+        f"batch, each text plus integer importance {limits.IMPORTANCE_MIN}-"
+        f"{limits.IMPORTANCE_MAX} (never ids or numbers in the text). Committing a batch "
+        "again writes nothing twice. An expired lease is refused: check out again.",
+        WRITES_IDEMPOTENT,
+    ),
+)

@@ -1,4 +1,4 @@
-"""The write tool (memories:write): store a memory, refusing obvious secrets."""
+"""store_memory: store a memory, refusing obvious secrets."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import Resolver
+from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.mcp.binding import Vault
 from mcp_memoryrouter.mcp.budget import shaped
+from mcp_memoryrouter.mcp.catalog import WRITES, ToolSpec
+from mcp_memoryrouter.mcp.errors import backend_errors
 from mcp_memoryrouter.mcp.secrets import find_secret
-from mcp_memoryrouter.mcp.tools import WRITES, Catalog, backend_errors
 
 
 class StoreOutput(BaseModel):
@@ -22,45 +23,44 @@ class StoreOutput(BaseModel):
     consolidation_suggestion: str | None = None
 
 
-def register(catalog: Catalog, resolve: Resolver) -> None:
-    @catalog.tool(
-        title="Store a memory",
-        annotations=WRITES,
-        description=(
-            "Save what the user wants remembered as a raw (tier 1) memory: a fact, preference, "
-            "decision or event, as one self-contained statement with absolute dates. Secrets "
-            "(passwords, keys, tokens) are refused. Returns the ids stored (or found as "
-            "duplicates)."
-        ),
-    )
-    async def store_memory(
-        content: Annotated[
-            str,
-            Field(min_length=1, max_length=100_000),
-        ],
-        date: Annotated[
-            str | None, Field(description="When it happened (ISO); default now.")
-        ] = None,
-        role: Literal["user", "assistant", "observation"] = "user",
-    ) -> Annotated[CallToolResult, StoreOutput]:
-        binding = await resolve()
-        binding.require("memories:write")
-        secret = find_secret(content)
-        if secret is not None:
-            raise ToolError(
-                f"refused: the text looks like it contains {secret}. Secrets must not go into "
-                "long-term memory; store the fact without the secret value instead."
-            )
-        async with backend_errors():
-            body = schemas.IngestRequest(
-                messages=[schemas.MessageIn(role=role, content=content, date=date)]
-            )
-            result = await binding.vault.ingest(body)
-        return shaped(
-            StoreOutput(
-                stored=result.stored,
-                duplicates=result.duplicates,
-                ids=result.ids,
-                consolidation_suggestion=result.reflection.suggestion,
+async def store_memory(
+    vault: Vault,
+    content: Annotated[schemas.Text, Field(min_length=1, max_length=limits.STORE_MEMORY_CHARS)],
+    date: Annotated[
+        schemas.Text | None, Field(description="When it happened (ISO); default now.")
+    ] = None,
+    role: Literal["user", "assistant", "observation"] = "user",
+) -> Annotated[CallToolResult, StoreOutput]:
+    secret = find_secret(content)
+    if secret is not None:
+        raise ToolError(
+            f"refused: the text looks like it contains {secret}. Secrets must not go into "
+            "long-term memory; store the fact without the secret value instead."
+        )
+    async with backend_errors():
+        result = await vault.client.ingest(
+            schemas.IngestRequest.model_construct(
+                messages=[schemas.MessageIn.model_construct(role=role, content=content, date=date)]
             )
         )
+    return shaped(
+        StoreOutput(
+            stored=result.stored,
+            duplicates=result.duplicates,
+            ids=result.ids,
+            consolidation_suggestion=result.reflection.suggestion,
+        )
+    )
+
+
+TOOLS = (
+    ToolSpec(
+        store_memory,
+        "Store a memory",
+        "Save what the user wants remembered as a raw (tier 1) memory: a fact, preference, "
+        "decision or event, as one self-contained statement with absolute dates. Secrets "
+        "(passwords, keys, tokens) are refused. Returns the ids stored (or found as "
+        "duplicates).",
+        WRITES,
+    ),
+)

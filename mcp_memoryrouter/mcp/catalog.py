@@ -1,0 +1,128 @@
+"""The catalog: the tools and resources the server offers, each with the scope
+``scopes.yaml`` gives it, checked against that file and built into the server.
+
+A tool is a plain module-level function (``mcp/tools/``) listed in its module's ``TOOLS``
+with the copy a model reads; its vault binding comes in by injection (``binding.Vault``),
+which is where its scope is enforced. The published schemas are outlines: input schemas
+without generated titles, output schemas one level deep, so the catalog a host loads every
+turn stays small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+
+from mcp_memoryrouter.auth.scopes import PolicyError
+from mcp_memoryrouter.mcp.binding import Binder, VaultBinding
+from mcp_memoryrouter.mcp.catalog_schema import input_outline, output_outline
+
+# Tool annotations: exact, since hosts gate tools by them (ChatGPT offers only read tools on
+# some plans). readOnly: changes nothing; idempotent: repeating the call changes nothing more.
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+WRITES_IDEMPOTENT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool: its function (named as the tool), title, description and annotations."""
+
+    fn: Callable[..., Awaitable[Any]]
+    title: str
+    description: str
+    annotations: ToolAnnotations
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A resource: a function of the call's binding that returns the resource's text."""
+
+    uri: str
+    read: Callable[[VaultBinding], Awaitable[str]]
+    name: str
+    title: str
+    description: str
+    mime_type: str = "application/json"
+
+
+def build_server(
+    name: str,
+    version: str,
+    instructions: str,
+    binder: Binder,
+    tools: Iterable[ToolSpec],
+    resources: Iterable[ResourceSpec],
+) -> MCPServer:
+    """The server with every tool and resource; stops with PolicyError when scopes.yaml and
+    the catalog disagree."""
+    specs, readers = list(tools), list(resources)
+    binder.policy.check_covers([s.fn.__name__ for s in specs], [r.uri for r in readers])
+    built = [_tool(spec, binder) for spec in specs]
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[Binder]:
+        yield binder  # what a tool's ``Vault`` parameter is bound through
+
+    server = MCPServer(
+        name,
+        version=version,
+        instructions=instructions,
+        tools=built,
+        log_level="WARNING",
+        lifespan=lifespan,
+    )
+    for spec in readers:
+        server.resource(
+            spec.uri,
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            mime_type=spec.mime_type,
+        )(_reader(spec, binder))
+    return server
+
+
+def _tool(spec: ToolSpec, binder: Binder) -> Tool:
+    name = spec.fn.__name__
+    scope = binder.policy.for_tool(name)
+    if scope is None:
+        raise PolicyError(f"tool {name!r} has no entry in scopes.yaml")
+    tool = Tool.from_function(
+        spec.fn,
+        title=spec.title,
+        description=spec.description,
+        annotations=spec.annotations,
+        # the scope each tool needs, where ChatGPT reads it
+        meta={"securitySchemes": [{"type": "oauth2", "scopes": [scope]}]},
+    )
+    tool.parameters = input_outline(tool.parameters)
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = output_outline(tool.fn_metadata.output_schema)
+    return tool
+
+
+def _reader(spec: ResourceSpec, binder: Binder) -> Callable[[], Awaitable[str]]:
+    scope = binder.policy.for_resource(spec.uri)
+    if scope is None:
+        raise PolicyError(f"resource {spec.uri!r} has no entry in scopes.yaml")
+
+    async def read() -> str:
+        return await spec.read(await binder.bind(scope))
+
+    return read
