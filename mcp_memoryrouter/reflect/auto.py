@@ -24,7 +24,7 @@ from typing import Literal
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.batch import BatchResult
-from mcp_memoryrouter.reflect.home import Clock, Home, RunLog, default_home
+from mcp_memoryrouter.reflect.home import Clock, Home, RunLog
 from mcp_memoryrouter.reflect.lock import MachineLock
 from mcp_memoryrouter.reflect.loop import MAX_BATCHES_PER_TRIGGER, RunReport, run_triggered
 from mcp_memoryrouter.reflect.models import Model
@@ -54,14 +54,14 @@ class AutoConsolidator:
         client: VaultClient,
         model: Model,
         *,
-        home: Path | None = None,
+        home: Path,
         clock: Clock = time.time,
         max_batches: int = MAX_BATCHES_PER_TRIGGER,
         max_tokens: int | None = None,
     ) -> None:
         self._client = client
         self._model = model
-        self._home = Home(home or default_home())
+        self._home = Home(home)
         self._clock = clock
         self._max_batches = max_batches
         self._max_tokens = max_tokens

@@ -16,22 +16,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp_memoryrouter.private import open_private, private_dir
 
-HOME_ENV = "MEMORYROUTER_HOME"
 LOG_ROTATE_BYTES = 1_048_576
 
 Clock = Callable[[], float]  # unix seconds
 
 
-def default_home(environ: Mapping[str, str] | None = None) -> Path:
-    value = (os.environ if environ is None else environ).get(HOME_ENV)
-    return Path(value) if value else Path.home() / ".memoryrouter"
+def default_home() -> Path:
+    """Where the loop keeps its state unless ``--home`` (MEMORYROUTER_HOME) says otherwise."""
+    return Path.home() / ".memoryrouter"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ endpoint. Either raises :class:`ModelFailure` when no answer comes back.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,11 +33,12 @@ class CommandModel:
         timeout: float = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
     ) -> None:
+        """``env`` is the command's whole environment (default: this process's)."""
         self._argv = shlex.split(command)
         if not self._argv:
             raise ValueError("the model command is empty")
         self._timeout = timeout
-        self._env = None if env is None else {**os.environ, **env}
+        self._env = None if env is None else dict(env)
 
     async def __call__(self, prompt: str) -> str:
         return await anyio.to_thread.run_sync(self._run, prompt)
@@ -48,12 +48,12 @@ class CommandModel:
             done = subprocess.run(
                 self._argv,
                 input=prompt,
+                env=self._env,
                 capture_output=True,
                 text=True,
                 encoding="utf-8",
                 errors="replace",
                 timeout=self._timeout,
-                env=self._env,
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:

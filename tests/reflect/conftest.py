@@ -94,7 +94,7 @@ class ModelProgram:
         return f"{shlex.quote(sys.executable)} {shlex.quote(str(PROGRAM))}"
 
     def model(self, **env: str) -> CommandModel:
-        return CommandModel(self.command, timeout=60, env={**self.env, **env})
+        return CommandModel(self.command, timeout=60, env=self.environ(**env))
 
     def environ(self, **env: str) -> dict[str, str]:
         return {**os.environ, **self.env, **env}

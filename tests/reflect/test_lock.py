@@ -76,9 +76,8 @@ def test_the_cooldown_state_survives_a_torn_or_missing_file(tmp_path: Path) -> N
     assert home.last_completed() is None
 
 
-def test_memoryrouter_home_overrides_the_default_directory(tmp_path: Path) -> None:
-    assert default_home({"MEMORYROUTER_HOME": str(tmp_path)}) == tmp_path
-    assert default_home({}) == Path.home() / ".memoryrouter"
+def test_the_default_home_is_in_the_home_directory() -> None:
+    assert default_home() == Path.home() / ".memoryrouter"
 
 
 def test_the_run_log_never_raises(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The search/fetch pair (memories:read) ChatGPT connectors and deep research require, in
+"""The search/fetch pair ChatGPT connectors and deep research require, in
 the shapes they expect."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""inspect_memory (memories:read): a memory's receipts, paged by the result budget, the
+"""inspect_memory: a memory's receipts, paged by the result budget, the
 sources most similar to the reflection first."""
 
 from __future__ import annotations

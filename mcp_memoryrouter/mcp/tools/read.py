@@ -1,4 +1,4 @@
-"""Read tools (memories:read): search, date search and status. Every answer fits the result
+"""Read tools: search, date search and status. Every answer fits the result
 budget: long texts are trimmed with a marker naming inspect_memory, and rows left out are
 counted in ``omitted``."""
 

@@ -22,6 +22,7 @@ from mcp_memoryrouter.reflect.cli.options import (
     vault_failure,
     vault_options,
 )
+from mcp_memoryrouter.reflect.home import default_home
 from mcp_memoryrouter.reflect.loop import RunReport, backfill
 from mcp_memoryrouter.reflect.models import Model
 from mcp_memoryrouter.reflect.trigger import SourceTier
@@ -213,7 +214,9 @@ def auto(api_url: str, key: str, model: ModelSpec, home: Path | None, as_json: b
 
     async def run() -> AutoOutcome:
         async with opened(api_url, key, model) as (client, writer):
-            return await AutoConsolidator(client, writer, home=home).check_and_run()
+            return await AutoConsolidator(
+                client, writer, home=home or default_home()
+            ).check_and_run()
 
     outcome = anyio.run(run)
     click.echo(json.dumps(outcome_body(outcome)) if as_json else outcome_line(outcome))

@@ -1,0 +1,327 @@
+"""The layers of the package (docs/architecture.md), enforced over every import.
+
+Each module belongs to one layer; a layer imports only the layers it stands on, listed
+explicitly below, so a lower layer never imports a higher one and the two sides (the vault,
+and the clients of its HTTP API: auth, mcp, reflect) never import each other. Imports are
+read from the source: ``import`` and ``from`` at any depth, relative ones resolved, and
+``importlib.import_module``/``__import__`` with a literal name (any other name is itself a
+violation). Only composition roots read the environment, and the vault's pure rules read
+no clock and do no I/O. Each check is shown failing on a deliberate violation at the end.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mcp_memoryrouter"
+ROOT = "mcp_memoryrouter"
+
+# layer: (its modules, by prefix; the layers it may import), lowest first
+LAYERS: dict[str, tuple[list[str], list[str]]] = {
+    "foundation": (
+        ["", "errors", "limits", "tokens", "private", "asgi", "ratelimit"],
+        [],
+    ),
+    "schemas": (["schemas"], ["foundation"]),
+    "config": (["config"], ["foundation"]),
+    # the vault side
+    "rules": (["vault.rules"], ["foundation"]),
+    "search": (["vault.search"], ["foundation", "rules"]),
+    "store": (["vault.store"], ["foundation", "rules", "search"]),
+    "service": (
+        ["vault", "vault.service", "vault.keyring", "vault.indexer", "vault.migrations"],
+        ["foundation", "rules", "search", "store"],
+    ),
+    "http": (["vault.http"], ["foundation", "schemas", "rules", "service"]),
+    "vault root": (
+        ["vault.app"],
+        ["foundation", "schemas", "config", "rules", "search", "store", "service", "http"],
+    ),
+    # the client side: the vault only over HTTP
+    "client": (["client"], ["foundation", "schemas"]),
+    "auth": (["auth"], ["foundation", "schemas", "client"]),
+    "mcp": (["mcp"], ["foundation", "schemas", "client", "auth"]),
+    "reflect": (["reflect"], ["foundation", "schemas", "client"]),
+    "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect"]),
+    # composition roots
+    "startup": (["startup"], ["foundation"]),
+    "app": (
+        ["app"],
+        ["foundation", "schemas", "config", "client", "auth", "mcp", "service", "vault root"],
+    ),
+    "cli": (
+        ["cli", "__main__"],
+        [
+            *["foundation", "schemas", "config", "rules", "store", "service", "http"],
+            *["vault root", "client", "reflect", "reflect cli", "startup", "app"],
+        ],
+    ),
+}
+# Where settings come from the environment; everything else is handed its values.
+ENVIRONMENT_READERS = ["config", "app", "vault.app", "cli", "reflect.cli"]
+# The pure rules: time comes in as an argument, and nothing here touches the outside.
+PURE = ["vault.rules", "vault.search.ranking"]
+IO_LIBRARIES = ["sqlite3", "psycopg", "psycopg_pool", "httpx2", "socket", "subprocess", "os"]
+IO_LIBRARIES += ["fastapi", "starlette", "threading", "asyncio", "anyio", "time"]
+SCOPE_LITERAL = re.compile(r"memories:(read|write|reflect|delete)\b")
+POLICY_LOADER = "auth.scopes"  # reads scopes.yaml, and names the scopes it knows
+CLOCK_CALLS = {"now", "utcnow", "today", "time", "time_ns", "monotonic", "monotonic_ns"}
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # dotted, below the package: "vault.rules.leases" ("" is the package itself)
+    is_package: bool
+    tree: ast.Module
+
+
+def modules(root: Path = PACKAGE) -> list[Module]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found.append(Module(".".join(parts), is_package, tree))
+    return found
+
+
+def within(name: str, prefix: str) -> bool:
+    return (prefix == "" and name == "") or name == prefix or name.startswith(prefix + ".")
+
+
+def layer_of(name: str) -> str:
+    """The layer whose prefix matches ``name`` most closely."""
+    best, length = "", -1
+    for layer, (prefixes, _) in LAYERS.items():
+        for prefix in prefixes:
+            if within(name, prefix) and len(prefix) > length:
+                best, length = layer, len(prefix)
+    if length < 0:
+        raise AssertionError(f"{ROOT}.{name} is in no layer: add it to LAYERS")
+    return best
+
+
+def imported(module: Module) -> Iterator[tuple[str, int]]:
+    """(absolute dotted name, line) of everything ``module`` imports; a dynamic import of a
+    name that is not a literal yields ``"<dynamic>"``."""
+    here = module.name.split(".") if module.name else []
+    package = here if module.is_package else here[:-1]
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                parent = ".".join([ROOT, *base, *([node.module] if node.module else [])])
+            else:
+                parent = node.module or ""
+            yield parent, node.lineno
+            for alias in node.names:  # ``from package import module``
+                yield f"{parent}.{alias.name}", node.lineno
+        elif isinstance(node, ast.Call) and _is_dynamic_import(node.func):
+            argument = node.args[0] if node.args else None
+            if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                yield argument.value, node.lineno
+            else:
+                yield "<dynamic>", node.lineno
+
+
+def _is_dynamic_import(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in ("__import__", "import_module")
+    return isinstance(func, ast.Attribute) and func.attr == "import_module"
+
+
+def internal(name: str, known: set[str]) -> str | None:
+    """``name`` as a module of the package (dropping a trailing attribute), else None."""
+    if name != ROOT and not name.startswith(ROOT + "."):
+        return None
+    inner = name.removeprefix(ROOT).removeprefix(".")
+    while inner not in known and "." in inner:
+        inner = inner.rsplit(".", 1)[0]
+    return inner if inner in known else ""
+
+
+def layer_violations(found: list[Module]) -> list[str]:
+    known = {m.name for m in found}
+    problems: dict[str, None] = {}  # in order, once each
+    for module in found:
+        layer = layer_of(module.name)
+        allowed = {layer, *LAYERS[layer][1]}
+        for name, line in imported(module):
+            where = f"{module.name}:{line}"
+            if name == "<dynamic>":
+                problems[f"{where} imports a module whose name is computed"] = None
+                continue
+            target = internal(name, known)
+            if target is not None and layer_of(target) not in allowed:
+                shown = target or ROOT
+                problems[f"{where} ({layer}) imports {shown} ({layer_of(target)})"] = None
+    return list(problems)
+
+
+def environment_violations(found: list[Module]) -> list[str]:
+    problems = []
+    for module in found:
+        if any(within(module.name, root) for root in ENVIRONMENT_READERS):
+            continue
+        for node in ast.walk(module.tree):
+            reads = (
+                (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"))
+                or (
+                    isinstance(node, ast.ImportFrom)
+                    and node.module == "os"
+                    and any(a.name in ("environ", "getenv", "environb") for a in node.names)
+                )
+                or (
+                    isinstance(node, ast.ImportFrom)
+                    and (node.module or "").startswith("pydantic_settings")
+                )
+            )
+            if reads:
+                problems.append(f"{module.name}:{getattr(node, 'lineno', 0)} reads the environment")
+    return problems
+
+
+def purity_violations(found: list[Module]) -> list[str]:
+    problems = []
+    for module in found:
+        if not any(within(module.name, pure) for pure in PURE):
+            continue
+        for name, line in imported(module):
+            if any(within(name, library) for library in IO_LIBRARIES):
+                problems.append(f"{module.name}:{line} imports {name}")
+        for node in ast.walk(module.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in CLOCK_CALLS
+            ):
+                problems.append(f"{module.name}:{node.lineno} reads a clock ({node.func.attr})")
+    return problems
+
+
+def scope_violations(found: list[Module]) -> list[str]:
+    return [
+        f"{module.name}:{node.lineno} names {node.value!r}"
+        for module in found
+        if module.name != POLICY_LOADER
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and SCOPE_LITERAL.search(node.value)
+    ]
+
+
+# --- the package as it is -------------------------------------------------------------------
+
+
+def test_every_module_belongs_to_a_layer_and_layers_stand_only_on_lower_ones() -> None:
+    order = list(LAYERS)
+    for layer, (_, below) in LAYERS.items():
+        assert all(order.index(b) < order.index(layer) for b in below), layer
+    assert layer_violations(modules()) == []
+
+
+def test_only_composition_roots_read_the_environment() -> None:
+    assert environment_violations(modules()) == []
+
+
+def test_the_pure_rules_read_no_clock_and_do_no_io() -> None:
+    assert purity_violations(modules()) == []
+
+
+def test_no_scope_is_named_outside_the_policy() -> None:
+    """A tool's scope is written in scopes.yaml alone (read by auth/scopes.py)."""
+    assert scope_violations(modules()) == []
+
+
+# --- each check fails on a deliberate violation ---------------------------------------------
+
+
+def planted(tmp_path: Path, files: dict[str, str]) -> list[Module]:
+    """The package's modules with ``files`` (path below the package: source) put in."""
+    found = {m.name: m for m in modules()}
+    root = tmp_path / f"planted{len(list(tmp_path.iterdir()))}"
+    for relative, source in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    for module in modules(root):
+        found[module.name] = module
+    return list(found.values())
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        ("vault/rules/leases.py", "from mcp_memoryrouter.app import Server\n", "imports app"),
+        ("vault/service.py", "import mcp_memoryrouter.mcp.server\n", "imports mcp.server"),
+        ("schemas.py", "from mcp_memoryrouter.mcp import budget\n", "imports mcp.budget"),
+        ("client.py", "from mcp_memoryrouter.auth.scopes import Scope\n", "imports auth.scopes"),
+        ("auth/resource.py", "from mcp_memoryrouter.mcp.binding import Vault\n", "imports mcp."),
+        ("mcp/binding.py", "from ..vault.service import VaultService\n", "vault.service"),
+        ("vault/search/ranking.py", "from ..store import base\n", "imports vault.store.base"),
+        ("vault/store/base.py", "from ..http import api\n", "imports vault.http.api"),
+        (
+            "reflect/loop.py",
+            "import importlib\nimportlib.import_module('mcp_memoryrouter.vault.service')\n",
+            "imports vault.service",
+        ),
+        ("mcp/server.py", "import importlib\nimportlib.import_module(name)\n", "computed"),
+    ],
+)
+def test_the_layer_check_fails_on_an_upward_or_sideways_import(
+    tmp_path: Path, where: str, source: str, expected: str
+) -> None:
+    problems = layer_violations(planted(tmp_path, {where: source}))
+    planted_module = where.removesuffix(".py").replace("/", ".")
+    assert problems and all(p.startswith(planted_module + ":") for p in problems)
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.environ.get('MEMORYROUTER_KEY')\n",
+        "import os\nos.getenv('MEMORYROUTER_KEY')\n",
+        "from os import environ\n",
+        "from pydantic_settings import BaseSettings\n",
+    ],
+)
+def test_the_environment_check_fails_outside_a_composition_root(
+    tmp_path: Path, source: str
+) -> None:
+    assert environment_violations(planted(tmp_path, {"mcp/binding.py": source}))
+    assert not environment_violations(planted(tmp_path, {"app.py": source}))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import time\n",
+        "from datetime import datetime\ndatetime.now()\n",
+        "import datetime\ndatetime.datetime.utcnow()\n",
+        "from datetime import date\ndate.today()\n",
+        "import sqlite3\n",
+        "from mcp_memoryrouter.vault.rules import dates\nimport httpx2\n",
+    ],
+)
+def test_the_purity_check_fails_on_a_clock_or_io_in_the_rules(tmp_path: Path, source: str) -> None:
+    assert purity_violations(planted(tmp_path, {"vault/rules/leases.py": source}))
+    assert not purity_violations(planted(tmp_path, {"vault/service.py": source}))
+
+
+def test_the_scope_check_fails_on_a_scope_in_a_tool(tmp_path: Path) -> None:
+    source = 'NEEDED = "memories:write"\n'
+    [problem] = scope_violations(planted(tmp_path, {"mcp/tools/write.py": source}))
+    assert problem.startswith("mcp.tools.write:1")
