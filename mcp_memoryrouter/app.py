@@ -34,7 +34,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
 from mcp_memoryrouter.auth.external import (
-    BindingsError,
     ExternalTokenVerifier,
     RemoteKeys,
     load_bindings,
@@ -48,21 +47,19 @@ from mcp_memoryrouter.auth.throttle import OAuthLimits
 from mcp_memoryrouter.auth.verifiers import AnyOfVerifiers
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.private import open_private, private_dir, private_file
-from mcp_memoryrouter.vault.app import create_vault_app
+from mcp_memoryrouter.vault.app import build_service, create_vault_app
+from mcp_memoryrouter.vault.service import VaultService
 
 INTERNAL_URL = "http://vault.internal"
 # A tool call rides out a 429 that asks for at most this many seconds; a longer wait is a
 # rate_limited tool error at once (the host is waiting, and the model can say when to retry).
 MCP_LONGEST_WAIT = 2.0
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
-
-
-class ConfigError(Exception):
-    """Raised when the settings describe a server that must not start."""
 
 
 def is_loopback(host: str) -> bool:
@@ -76,11 +73,12 @@ def is_loopback(host: str) -> bool:
 
 @dataclass
 class Server:
-    """The assembled server and the parts the CLI needs."""
+    """The assembled server and the parts the CLI needs: ``service`` is the vault this
+    process serves, None when it proxies to another (``MEMORYROUTER_API_URL``)."""
 
     app: ASGIApp
     client: VaultClient
-    vault_app: Starlette | None
+    service: VaultService | None
     oauth: EmbeddedAuthServer | None = None
 
 
@@ -95,18 +93,18 @@ def vault_client(settings: Settings, vault_app: ASGIApp | None) -> VaultClient:
     )
 
 
-def local_key(settings: Settings, vault_app: Starlette | None) -> str | None:
+def local_key(settings: Settings, service: VaultService | None) -> str | None:
     """The key an unauthenticated local server acts with: MEMORYROUTER_KEY, else the one
     kept in the data directory (created with a new vault on first use)."""
     if settings.key:
         return settings.key
-    if vault_app is None:
+    if service is None:
         return None
     path = Path(settings.data_dir) / "local.key"
     if path.exists():
         private_file(path)
         return path.read_text(encoding="utf-8").strip()
-    key, _ = vault_app.state.service.create_vault(name="local")
+    key, _ = service.create_vault(name="local")
     private_dir(path.parent)
     fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -154,10 +152,7 @@ def external_oauth(
             "MEMORYROUTER_OAUTH_JWKS_URL"
         )
     path = settings.oauth_bindings_file or settings.data_dir / "oauth-bindings.json"
-    try:
-        bindings = load_bindings(path)
-    except BindingsError as exc:
-        raise ConfigError(str(exc)) from exc
+    bindings = load_bindings(path)
     verifier = ExternalTokenVerifier(
         RemoteKeys(httpx2.AsyncClient(), settings.oauth_jwks_url, clock=clock),
         bindings=bindings,
@@ -188,23 +183,41 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
             f"a loopback address, not {settings.host}"
         )
     private_dir(settings.data_dir)  # 0700, whatever the umask (see private.py)
-    vault_app = None if settings.api_url else create_vault_app(settings)
+    service, vault_app = serve_vault(settings)
     try:
-        return _serve(settings, vault_app, clock)
+        return _serve(settings, service, vault_app, clock)
     except BaseException:
-        close_vault(vault_app)  # a server that does not start releases its vault
+        close_vault(service)  # a server that does not start releases its vault
         raise
 
 
-def close_vault(vault_app: FastAPI | None) -> None:
-    if vault_app is not None:
-        vault_app.state.service.close()
+def serve_vault(settings: Settings) -> tuple[VaultService | None, FastAPI | None]:
+    """The vault this process serves and its REST app; none when MEMORYROUTER_API_URL names
+    a vault served elsewhere."""
+    if settings.api_url:
+        return None, None
+    service, kind = build_service(settings)
+    try:
+        return service, create_vault_app(settings, service=service, store_kind=kind)
+    except BaseException:
+        service.close()
+        raise
 
 
-def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], float]) -> Server:
+def close_vault(service: VaultService | None) -> None:
+    if service is not None:
+        service.close()
+
+
+def _serve(
+    settings: Settings,
+    service: VaultService | None,
+    vault_app: FastAPI | None,
+    clock: Callable[[], float],
+) -> Server:
     client = vault_client(settings, vault_app)
     policy = load_policy()
-    default_key = local_key(settings, vault_app) if settings.auth == "none" else None
+    default_key = local_key(settings, service) if settings.auth == "none" else None
     mcp = build_server(Binder(client, policy, Budget(settings.mcp_result_tokens), default_key))
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
@@ -244,7 +257,7 @@ def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], fl
         for close in closing:
             await close()
         await client.aclose()
-        close_vault(vault_app)
+        close_vault(service)
 
     routes.append(Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
     if vault_app is not None:
@@ -257,12 +270,12 @@ def _serve(settings: Settings, vault_app: FastAPI | None, clock: Callable[[], fl
         allow_headers=["*"],
         expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
     )
-    return Server(public_cors(app, cors), client, vault_app, oauth)
+    return Server(public_cors(app, cors), client, service, oauth)
 
 
 def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
     """The MCP server for stdio: no HTTP auth, it acts with MEMORYROUTER_KEY."""
-    vault_app = None if settings.api_url else create_vault_app(settings)
+    _, vault_app = serve_vault(settings)
     client = vault_client(settings, vault_app)
     budget = Budget(settings.mcp_result_tokens)
     return build_server(Binder(client, load_policy(), budget, settings.key)), client

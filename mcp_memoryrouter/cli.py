@@ -10,17 +10,21 @@ import click
 import uvicorn
 
 from mcp_memoryrouter import __version__
-from mcp_memoryrouter.app import ConfigError, create_server, create_stdio_server
-from mcp_memoryrouter.auth.scopes import PolicyError
+from mcp_memoryrouter.app import create_server, create_stdio_server
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.errors import MemoryRouterError, NotFound, StoreUnavailable, Unauthorized
+from mcp_memoryrouter.errors import (
+    MemoryRouterError,
+    NotFound,
+    StartupError,
+    StoreUnavailable,
+    Unauthorized,
+)
 from mcp_memoryrouter.startup import Listening, banner, keep_first_key, stdio_command
 from mcp_memoryrouter.vault.app import build_service, migrate_store
 from mcp_memoryrouter.vault.http import render
 from mcp_memoryrouter.vault.keyring import Keyring
 from mcp_memoryrouter.vault.rules.access import looks_like_key, split_mode
 from mcp_memoryrouter.vault.service import VaultService
-from mcp_memoryrouter.vault.store.sqlite.owner import StoreInUse
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,14 +56,13 @@ def serve(host: str | None, port: int | None) -> None:
         settings.port = port
     try:
         server = create_server(settings)
-    except (ConfigError, PolicyError, StoreInUse) as exc:
+    except StartupError as exc:
         raise click.ClickException(str(exc)) from exc
     first = None
-    if server.vault_app is not None:
-        service = server.vault_app.state.service
-        if service.vault_count() == 0:
-            key, ref = service.create_vault(name="default")
-            first = keep_first_key(ref, key, settings.data_dir, terminal=sys.stderr.isatty())
+    service = server.service
+    if service is not None and service.vault_count() == 0:
+        key, ref = service.create_vault(name="default")
+        first = keep_first_key(ref, key, settings.data_dir, terminal=sys.stderr.isatty())
     data_dir = None if settings.api_url else settings.data_dir
     where = Listening(settings.base_url, data_dir, stdio_command())
     click.echo(banner(where, first, __version__), err=True)
@@ -85,7 +88,7 @@ def stdio() -> None:
         )
     try:
         mcp, client = create_stdio_server(settings)
-    except (PolicyError, StoreInUse) as exc:
+    except StartupError as exc:
         raise click.ClickException(str(exc)) from exc
     where = settings.api_url or f"the vault in {settings.data_dir}"
 

@@ -16,11 +16,28 @@ each one as ``{"error": {"code", "message", "details"}}`` and nothing else.
     ├── TransportFailure    502  transport_failure   the client could not reach the vault
     ├── ModelFailure        502  model_failure       the model gave no answer at all
     └── InvalidAnswer       422  invalid_answer      the answer breaks the reflection contract
+
+A server that must not start raises a :class:`StartupError` instead, whose message says what
+to change; the command line prints it, and it never reaches a caller over HTTP:
+
+    StartupError
+    ├── ConfigError         the settings describe a server that must not start
+    ├── PolicyError         scopes.yaml and the tool catalog disagree (auth/scopes.py)
+    ├── BindingsError       the OAuth bindings file is unreadable or open (auth/external.py)
+    └── StoreInUse          another process serves this SQLite vault (store/sqlite/owner.py)
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+
+class StartupError(Exception):
+    """Raised while a server is assembled, when it must not start."""
+
+
+class ConfigError(StartupError):
+    """The settings describe a server that must not start."""
 
 
 class MemoryRouterError(Exception):

@@ -148,13 +148,12 @@ def make_vault(
     clock = FakeClock()
     opened = store(tmp_path)
     embedders = embedders or Embedders({}, "none")
-    worker = EmbeddingWorker(opened, embedders)
+    worker = EmbeddingWorker(opened, embedders)  # the test's own: not woken by writes
     service = VaultService(
         opened,
         clock=clock,
         lease_seconds=lease_seconds,
         embedders=embedders,
-        on_write=worker.wake,
     )
     kind = "sqlite" if isinstance(opened, SQLiteStore) else "postgresql"
     app = create_vault_app(settings, service=service, store_kind=kind)

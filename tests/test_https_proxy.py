@@ -92,8 +92,8 @@ def proxied(tmp_path: Path) -> Iterator[Proxied]:
     public_url = f"https://localhost:{https_port}"
     config = Settings(data_dir=tmp_path / "data", embeddings="none", public_url=public_url)
     server = create_server(config)
-    assert server.vault_app is not None
-    key, _ = server.vault_app.state.service.create_vault(name="tls")
+    assert server.service is not None
+    key, _ = server.service.create_vault(name="tls")
     log = tmp_path / "caddy.log"
     env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "xdg")}
     with serve(server.app, sock), log.open("wb") as out:

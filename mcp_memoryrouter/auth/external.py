@@ -24,13 +24,14 @@ from mcp.server.auth.provider import AccessToken
 
 from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES
+from mcp_memoryrouter.errors import StartupError
 
 ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
 JWKS_TTL = 600.0
 REFETCH_AFTER = 30.0  # an unknown kid refetches the JWKS at most this often (key rotation)
 
 
-class BindingsError(Exception):
+class BindingsError(StartupError):
     """Raised when the bindings file is missing, malformed or readable by others."""
 
 

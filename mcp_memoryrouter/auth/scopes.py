@@ -10,6 +10,8 @@ from typing import Literal
 
 import yaml
 
+from mcp_memoryrouter.errors import StartupError
+
 Scope = Literal["memories:read", "memories:write", "memories:reflect", "memories:delete"]
 ALL_SCOPES: tuple[Scope, ...] = (
     "memories:read",
@@ -23,7 +25,7 @@ ALL_SCOPES: tuple[Scope, ...] = (
 FIRST_CONNECTION_SCOPES: tuple[Scope, ...] = ("memories:read", "memories:write", "memories:reflect")
 
 
-class PolicyError(Exception):
+class PolicyError(StartupError):
     """Raised when scopes.yaml does not match the tools and resources the server offers."""
 
 

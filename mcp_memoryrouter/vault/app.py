@@ -87,9 +87,8 @@ def build_service(
         clock=clock or system_clock,
         lease_seconds=settings.lease_seconds,
         embedders=embedders,
-        on_write=worker.wake,
+        worker=worker,
     )
-    service.worker = worker
     if start_worker:
         worker.start()
     return service, kind

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from mcp_memoryrouter import limits
@@ -78,8 +78,7 @@ def _check_ids(ids: Sequence[str]) -> None:
         raise InvalidRequest(f"ids must hold 1 to {limits.MAX_DELETE_IDS} ids", {"field": "ids"})
 
 
-# Lexical halves of hybrid searches; threads start on first use and end with the process.
-_SEARCH_THREADS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="lexical-search")
+SEARCH_THREADS = 16  # lexical halves of concurrent hybrid searches (started on first use)
 
 
 class VaultService:
@@ -90,14 +89,21 @@ class VaultService:
         clock: Clock,
         lease_seconds: int,
         embedders: Embedders | None = None,
-        on_write: Callable[[], None] | None = None,
+        worker: EmbeddingWorker | None = None,
+        search_threads: Executor | None = None,
     ) -> None:
+        """``worker`` embeds what is written (woken on every write); ``search_threads`` run
+        the lexical half of a hybrid search while the query is embedded (a pool of its own
+        when not given, shut down by :meth:`close`)."""
         self._store = store
         self._clock = clock
         self._lease_seconds = lease_seconds
         self._embedders = embedders or Embedders({}, "none")
-        self._on_write = on_write or (lambda: None)
-        self.worker: EmbeddingWorker | None = None  # set by the composition root
+        self.worker = worker
+        self._own_threads = search_threads is None
+        self._threads = search_threads or ThreadPoolExecutor(
+            SEARCH_THREADS, thread_name_prefix="lexical-search"
+        )
         self.keys = Keyring(store, clock)
 
     @property
@@ -109,7 +115,13 @@ class VaultService:
         """Stop the embedding worker and close the store (a SQLite store releases its file)."""
         if self.worker is not None:
             self.worker.stop()
+        if self._own_threads:
+            self._threads.shutdown(wait=True)
         self._store.close()
+
+    def _wake(self) -> None:
+        if self.worker is not None:
+            self.worker.wake()
 
     # --- keys ----------------------------------------------------------------------
 
@@ -161,7 +173,7 @@ class VaultService:
             self._meter(access, UsageEvent("ingest", "storage", tokens, session_id))
             if model is not None and self.worker is not None and len(rows) <= EMBED_BEFORE_ACK:
                 self.worker.embed_now(model, ids)  # read your own writes by meaning
-            self._on_write()
+            self._wake()
         return IngestOutcome(ids, stored, len(rows) - stored, self._store.counters(access.vault_id))
 
     def search(
@@ -193,7 +205,7 @@ class VaultService:
         else:
             # BM25 runs while the query is embedded and the vectors scanned: SQLite, onnxruntime
             # and numpy all release the GIL, so the two paths overlap on a multi-core machine.
-            pending = _SEARCH_THREADS.submit(
+            pending = self._threads.submit(
                 self._store.search_lexical, access.vault_id, terms, depth, where
             )
             try:
@@ -301,7 +313,7 @@ class VaultService:
         if not outcome.already_committed:
             tokens = sum(est_tokens(e.text) for e in checked)
             self._meter(access, UsageEvent("commit", "storage", tokens, session_id))
-            self._on_write()
+            self._wake()
         return outcome, self._store.counters(access.vault_id)
 
     def import_reflections(
@@ -326,7 +338,7 @@ class VaultService:
             self._model_id(None),
             sources_deleted,
         )
-        self._on_write()
+        self._wake()
         tokens = sum(est_tokens(e.text) for e in checked)
         self._meter(access, UsageEvent("import-reflections", "storage", tokens))
         return created, self._store.counters(access.vault_id)

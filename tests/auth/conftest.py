@@ -93,8 +93,8 @@ def oauth_server_at(data_dir: Path, **settings: Any) -> Iterator[OAuthServer]:
     clock = Clock()
     config = Settings(data_dir=data_dir, embeddings="none", public_url=base, **settings)
     server = create_server(config, clock=clock)
-    assert server.vault_app is not None
-    service: VaultService = server.vault_app.state.service
+    assert server.service is not None
+    service: VaultService = server.service
     key, _ = service.create_vault()
     with serve(server.app, sock):
         yield OAuthServer(base, server, service, key, clock)

@@ -20,8 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mcp_memoryrouter.app import ConfigError, create_server
+from mcp_memoryrouter.app import create_server
+from mcp_memoryrouter.auth.external import BindingsError
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.auth.conftest import Clock, OAuthServer, call_mcp, serve
@@ -93,9 +95,9 @@ def external(tmp_path: Path, idp: IdentityProvider) -> Iterator[OAuthServer]:
     sock, base = bound_socket()
     clock = Clock()
     server = create_server(external_settings(tmp_path, idp, base), clock=clock)
-    assert server.vault_app is not None
+    assert server.service is not None
     with serve(server.app, sock):
-        yield OAuthServer(base, server, server.vault_app.state.service, key, clock)
+        yield OAuthServer(base, server, server.service, key, clock)
 
 
 def test_a_bound_token_from_the_issuer_reaches_its_vault_with_its_scopes(
@@ -176,5 +178,5 @@ def test_external_mode_refuses_to_start_without_issuer_or_with_an_open_bindings_
     with pytest.raises(ConfigError):
         create_server(Settings(data_dir=tmp_path, embeddings="none", oauth="external"))
     write_bindings(tmp_path / "oauth-bindings.json", {"alice": "mk_x"}, mode=0o644)
-    with pytest.raises(ConfigError):
+    with pytest.raises(BindingsError, match="chmod 600"):
         create_server(external_settings(tmp_path, idp, "http://127.0.0.1:9"))

@@ -44,8 +44,8 @@ class Endpoint:
 def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     data_dir = tmp_path_factory.mktemp("mcp-http")
     server = create_server(Settings(data_dir=data_dir, embeddings="none"))
-    assert server.vault_app is not None
-    key, _ = server.vault_app.state.service.create_vault()
+    assert server.service is not None
+    key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
         yield Endpoint(url + "/mcp", key, data_dir / "vault.sqlite3")
 

@@ -87,8 +87,8 @@ def serve_process(data_dir: Path, **env: str) -> Iterator[tuple[str, str | None]
 @pytest.fixture
 def embedded(tmp_path: Path) -> Iterator[McpServer]:
     server = create_server(Settings(data_dir=tmp_path, embeddings="none"))
-    assert server.vault_app is not None
-    service: VaultService = server.vault_app.state.service
+    assert server.service is not None
+    service: VaultService = server.service
     key, _ = service.create_vault()
     with live_server(server.app, lifespan="on") as url:
         yield McpServer(url + "/mcp", key, service)
@@ -102,7 +102,7 @@ def proxy(tmp_path: Path) -> Iterator[McpServer]:
         assert key is not None
         settings = Settings(data_dir=tmp_path / "mcp", api_url=vault_url, embeddings="none")
         server = create_server(settings)
-        assert server.vault_app is None
+        assert server.service is None
         store = SQLiteStore(vault_dir / "vault.sqlite3")
         service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
         with live_server(server.app, lifespan="on") as url:

@@ -8,8 +8,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from mcp_memoryrouter.app import ConfigError, create_server
+from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.errors import ConfigError
 from tests.mcp.conftest import McpServer, Mode
 from tests.support import live_server
 
@@ -103,14 +104,14 @@ def test_cors_preflight_allows_the_inspector_and_exposes_www_authenticate(
 def test_auth_none_serves_one_vault_without_a_token(tmp_path: Path) -> None:
     server = create_server(Settings(data_dir=tmp_path, auth="none", embeddings="none"))
     with live_server(server.app, lifespan="on") as url:
-        target = McpServer(url + "/mcp", "", server.vault_app.state.service)  # type: ignore[union-attr]
+        target = McpServer(url + "/mcp", "", server.service)  # type: ignore[arg-type]
         stored = post(target, call("store_memory", {"content": "local note"}))
         assert stored.status_code == 200 and not stored.json()["result"]["isError"]
     assert (tmp_path / "local.key").stat().st_mode & 0o777 == 0o600
     again = create_server(Settings(data_dir=tmp_path, auth="none", embeddings="none"))
     with live_server(again.app, lifespan="on") as url:
         found = post(
-            McpServer(url + "/mcp", "", again.vault_app.state.service),  # type: ignore[union-attr]
+            McpServer(url + "/mcp", "", again.service),  # type: ignore[arg-type]
             call("search_memories", {"query": "local"}),
         )
         assert found.json()["result"]["structuredContent"]["memories"][0]["content"] == "local note"
@@ -129,9 +130,9 @@ def test_the_host_allow_list_comes_from_the_environment(
     monkeypatch.setenv("MEMORYROUTER_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("MEMORYROUTER_EMBEDDINGS", "none")
     server = create_server(Settings())
-    key, _ = server.vault_app.state.service.create_vault()  # type: ignore[union-attr]
+    key, _ = server.service.create_vault()  # type: ignore[union-attr]
     with live_server(server.app, lifespan="on") as url:
-        target = McpServer(url + "/mcp", key, server.vault_app.state.service)  # type: ignore[union-attr]
+        target = McpServer(url + "/mcp", key, server.service)  # type: ignore[arg-type]
         assert (
             post(target, rpc("tools/list"), key=key, Host="memory.example.com").status_code == 200
         )

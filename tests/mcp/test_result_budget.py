@@ -82,8 +82,8 @@ async def fill(url: str, key: str) -> tuple[str, str]:
 def big_vault(tmp_path_factory: pytest.TempPathFactory) -> BigVault:
     data_dir = tmp_path_factory.mktemp("big")
     server = create_server(settings(data_dir))
-    assert server.vault_app is not None
-    key, _ = server.vault_app.state.service.create_vault()
+    assert server.service is not None
+    key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
         reflection, raw = anyio.run(fill, url, key)
     return BigVault(data_dir, key, reflection, raw)

@@ -75,8 +75,8 @@ def test_one_key_in_each_of_two_headers_is_not_a_duplicate(limited: LimitedVault
 def mcp(tmp_path: Path) -> Iterator[McpServer]:
     # memory keys only: the duplicate check sits in front of every bearer verifier
     server = create_server(Settings(data_dir=tmp_path, embeddings="none", oauth="off"))
-    assert server.vault_app is not None
-    service = server.vault_app.state.service
+    assert server.service is not None
+    service = server.service
     key, _ = service.create_vault()
     with live_server(server.app, lifespan="on") as url:
         yield McpServer(url + "/mcp", key, service)

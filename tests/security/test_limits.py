@@ -34,8 +34,8 @@ def serve(data_dir: Path, per_minute: int = 600, burst: int | None = None) -> It
         rate_limit_burst=burst,
     )
     server = create_server(settings)
-    assert server.vault_app is not None
-    key, _ = server.vault_app.state.service.create_vault()
+    assert server.service is not None
+    key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
         yield Running(url, key)
 

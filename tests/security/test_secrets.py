@@ -101,8 +101,8 @@ async def test_no_key_or_fragment_of_one_shows_in_logs_or_responses(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     server = create_server(Settings(data_dir=tmp_path, embeddings="none"))
-    assert server.vault_app is not None
-    key, _ = server.vault_app.state.service.create_vault()
+    assert server.service is not None
+    key, _ = server.service.create_vault()
     look_alike = key[:-1] + ("A" if key[-1] != "A" else "B")  # one character off
     transcript = Transcript()
     with live_server(server.app, lifespan="on") as url:

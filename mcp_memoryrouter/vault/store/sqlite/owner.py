@@ -14,10 +14,11 @@ import fcntl
 import os
 from typing import IO
 
+from mcp_memoryrouter.errors import StartupError
 from mcp_memoryrouter.private import open_private
 
 
-class StoreInUse(RuntimeError):
+class StoreInUse(StartupError):
     """Another process serves this SQLite vault."""
 
     def __init__(self, path: str, pid: str) -> None:
