@@ -139,10 +139,15 @@ class CheckoutRequest(_Request):
 
 
 class EntryIn(_Request):
-    """One reflection. Its text must hold 1 to 8,000 characters once trimmed and no ids (the
-    vault's reflection contract checks both)."""
-
-    text: Annotated[Text, Field(description="Standalone prose; no ids or scores.")]
+    # One reflection. Its length (once trimmed) and the absence of ids are checked by the
+    # vault's reflection contract (rules/contract.check_entries), so the description says them.
+    text: Annotated[
+        Text,
+        Field(
+            description=f"Standalone prose, {limits.ENTRY_CHARS_MIN}-{limits.ENTRY_CHARS_MAX} "
+            "characters; no ids or scores."
+        ),
+    ]
     importance: Annotated[Importance, Field(description="1 routine ... 10 defining.")]
 
 

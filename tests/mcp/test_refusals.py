@@ -134,3 +134,32 @@ async def test_store_memory_returns_the_ids_it_stored_and_found_as_duplicates(
     assert again.structured_content["ids"] == first.structured_content["ids"]
     assert found.structured_content is not None
     assert found.structured_content["text"] == "We chose Postgres."
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("search_memories", {"query": "x", "tiers": []}),
+        ("search_memories", {"query": "x", "tiers": [], "from_date": "2026-01-01"}),
+        ("date_search_memories", {"from_date": "2026-01-01", "tiers": []}),
+        ("search_memories", {"query": "x", "tiers": [4]}),
+        ("delete_memories", {"ids": ["x" * 201]}),
+        ("commit_reflections", {"batch_id": "cb_1", "entries": []}),
+    ],
+)
+async def test_an_argument_rest_refuses_is_refused_by_the_tool_on_every_branch(
+    vault: Vault, tool: str, arguments: dict[str, object]
+) -> None:
+    """One field type per rule: ``tiers=[]`` used to drop the filter on one branch of
+    search_memories and fail on the other."""
+    transport = httpx2.ASGITransport(app=vault.app)
+    client = VaultClient("http://vault.internal", transport=transport)
+    server = build_server(Binder(client, load_policy(), Budget(10_000), vault.key))
+    try:
+        async with Client(server) as mcp:
+            await mcp.call_tool("store_memory", {"content": "We chose Postgres."})
+            result = await mcp.call_tool(tool, arguments)
+    finally:
+        await client.aclose()
+    assert result.is_error and result.structured_content is None, text_of(result)
+    assert "validation error" in text_of(result).lower(), text_of(result)
