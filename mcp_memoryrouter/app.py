@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
@@ -222,31 +222,8 @@ def _serve(
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
-    routes: list[BaseRoute] = []
-    oauth = None
-    closing: list[Callable[[], Awaitable[None]]] = []
-    if settings.auth == "key":
-        resource = settings.base_url + "/mcp"
-        verifier = AnyOfVerifiers(MemoryKeyVerifier(client))
-        metadata_url = None
-        if settings.oauth == "embedded":
-            oauth = embedded_oauth(settings, client, policy, clock)
-            verifier = AnyOfVerifiers(MemoryKeyVerifier(client), oauth.verifier)
-            issuer = oauth.issuer
-            routes += oauth.routes
-        elif settings.oauth == "external":
-            external, issuer = external_oauth(settings, resource, clock)
-            closing.append(external.aclose)
-            verifier = AnyOfVerifiers(MemoryKeyVerifier(client), external)
-        if settings.oauth != "off":
-            metadata_url = resource_metadata_url(resource)
-            routes += resource_routes(resource, [issuer], FIRST_CONNECTION_SCOPES)
-        endpoint = SingleAuthorization(
-            AuthenticationMiddleware(
-                AuthContextMiddleware(ScopeChallenge(endpoint, metadata_url)),
-                backend=BearerAuthBackend(verifier),
-            )
-        )
+    guarded = guard(settings, endpoint, client, policy, clock)
+    routes, oauth, closing = guarded.routes, guarded.oauth, guarded.closing
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -259,7 +236,7 @@ def _serve(
         await client.aclose()
         close_vault(service)
 
-    routes.append(Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
+    routes.append(Route("/mcp", endpoint=guarded.endpoint, methods=["GET", "POST", "DELETE"]))
     if vault_app is not None:
         routes.append(Mount("/", app=vault_app))
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -271,6 +248,53 @@ def _serve(
         expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
     )
     return Server(public_cors(app, cors), client, service, oauth)
+
+
+@dataclass
+class Guarded:
+    """/mcp behind its authentication, with the routes and closers that come with it."""
+
+    endpoint: ASGIApp
+    routes: list[BaseRoute] = field(default_factory=list)
+    oauth: EmbeddedAuthServer | None = None
+    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+def guard(
+    settings: Settings,
+    endpoint: ASGIApp,
+    client: VaultClient,
+    policy: ScopePolicy,
+    clock: Callable[[], float],
+) -> Guarded:
+    """With MEMORYROUTER_AUTH=key, ``endpoint`` behind bearer authentication (memory keys,
+    and tokens of the embedded or an external authorization server) and the scope
+    challenge; with MEMORYROUTER_AUTH=none, as it is."""
+    guarded = Guarded(endpoint)
+    if settings.auth != "key":
+        return guarded
+    resource = settings.base_url + "/mcp"
+    verifier = AnyOfVerifiers(MemoryKeyVerifier(client))
+    metadata_url = None
+    if settings.oauth == "embedded":
+        guarded.oauth = embedded_oauth(settings, client, policy, clock)
+        verifier = AnyOfVerifiers(MemoryKeyVerifier(client), guarded.oauth.verifier)
+        issuer = guarded.oauth.issuer
+        guarded.routes += guarded.oauth.routes
+    elif settings.oauth == "external":
+        external, issuer = external_oauth(settings, resource, clock)
+        guarded.closing.append(external.aclose)
+        verifier = AnyOfVerifiers(MemoryKeyVerifier(client), external)
+    if settings.oauth != "off":
+        metadata_url = resource_metadata_url(resource)
+        guarded.routes += resource_routes(resource, [issuer], FIRST_CONNECTION_SCOPES)
+    guarded.endpoint = SingleAuthorization(
+        AuthenticationMiddleware(
+            AuthContextMiddleware(ScopeChallenge(endpoint, metadata_url)),
+            backend=BearerAuthBackend(verifier),
+        )
+    )
+    return guarded
 
 
 def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:

@@ -4,7 +4,7 @@ our provider, discovery documents and the sign-in and consent pages."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +57,28 @@ class EmbeddedAuthServer:
         self.store.close()
 
 
+def token_endpoint(
+    handler: TokenHandler, resource: str
+) -> Callable[[Request], Awaitable[Response]]:
+    """The SDK's token endpoint, refusing a request that names another resource."""
+    own_resource = canonical_resource(resource)
+
+    async def token(request: Request) -> Response:
+        # RFC 8707 §2.2: a token request may name only the resource the grant is for
+        requested = (await request.form()).get("resource")  # cached for the SDK handler
+        if (
+            isinstance(requested, str)
+            and requested
+            and canonical_resource(requested) != own_resource
+        ):
+            body = {"error": "invalid_target", "error_description": "unknown resource"}
+            return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
+        answer: Response = await handler.handle(request)
+        return answer
+
+    return token
+
+
 def build_embedded(
     data_dir: Path,
     *,
@@ -91,22 +113,7 @@ def build_embedded(
         enabled=True, valid_scopes=list(ALL_SCOPES), default_scopes=list(ALL_SCOPES)
     )
     metadata = authorization_server_metadata(issuer, ALL_SCOPES)
-    own_resource = canonical_resource(resource)
-
-    token_handler = TokenHandler(provider, authenticator)
-
-    async def token(request: Request) -> Response:
-        # RFC 8707 §2.2: a token request may name only the resource the grant is for
-        requested = (await request.form()).get("resource")  # cached for the SDK handler
-        if (
-            isinstance(requested, str)
-            and requested
-            and canonical_resource(requested) != own_resource
-        ):
-            body = {"error": "invalid_target", "error_description": "unknown resource"}
-            return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
-        answer: Response = await token_handler.handle(request)
-        return answer
+    token = token_endpoint(TokenHandler(provider, authenticator), resource)
 
     async def jwks(_: Request) -> JSONResponse:
         return JSONResponse(signer.jwks(), headers={"Cache-Control": "public, max-age=600"})
