@@ -73,11 +73,6 @@ def _dedup_key(role: str, session_id: str | None, date_ms: int, index: int, text
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
 
 
-def _check_ids(ids: Sequence[str]) -> None:
-    if not 1 <= len(ids) <= limits.MAX_DELETE_IDS:
-        raise InvalidRequest(f"ids must hold 1 to {limits.MAX_DELETE_IDS} ids", {"field": "ids"})
-
-
 SEARCH_THREADS = 16  # lexical halves of concurrent hybrid searches (started on first use)
 
 
@@ -347,7 +342,6 @@ class VaultService:
         """Restore the consolidated flag of memories whose reflection is gone (an import)."""
         access.require_full()
         unique = list(dict.fromkeys(ids))
-        _check_ids(unique)
         marked = self._store.mark_consolidated(access.vault_id, unique)
         return marked, self._store.counters(access.vault_id)
 
@@ -383,7 +377,6 @@ class VaultService:
     def delete_ids(self, access: Access, ids: Sequence[str]) -> tuple[DeleteOutcome, Counters]:
         access.require_write()
         unique = list(dict.fromkeys(ids))
-        _check_ids(unique)
         outcome = self._store.delete_ids(access.vault_id, unique)
         if outcome.tokens:
             self._meter(access, UsageEvent("delete-ids", "deletion", outcome.tokens))
