@@ -35,7 +35,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "search": (["vault.search"], ["foundation", "rules"]),
     "store": (["vault.store"], ["foundation", "rules", "search"]),
     "service": (
-        ["vault", "vault.service", "vault.keyring", "vault.indexer", "vault.migrations"],
+        ["vault", "vault.service", "vault.hybrid", "vault.keyring", "vault.indexer"],
         ["foundation", "rules", "search", "store"],
     ),
     "http": (["vault.http"], ["foundation", "schemas", "rules", "service"]),

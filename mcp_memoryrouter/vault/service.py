@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from mcp_memoryrouter import limits
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault.hybrid import HybridSearch
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
 from mcp_memoryrouter.vault.keyring import Keyring
 from mcp_memoryrouter.vault.rules import chunking, contract, leases, selection, window
@@ -42,14 +43,11 @@ from mcp_memoryrouter.vault.rules.domain import (
 from mcp_memoryrouter.vault.rules.prepare import Budget, build_context
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
-from mcp_memoryrouter.vault.search.ranking import fuse, lift_sources, query_terms, smooth
-from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
 Clock = Callable[[], int]
 EXPORT_PAGE = 500  # memories per store read while an export streams
 DATE_QUERY_CANDIDATES = 250
-CANDIDATES = 150  # per retrieval path, before fusion
 
 
 @dataclass(frozen=True)
@@ -99,6 +97,7 @@ class VaultService:
         self._threads = search_threads or ThreadPoolExecutor(
             SEARCH_THREADS, thread_name_prefix="lexical-search"
         )
+        self._search = HybridSearch(store, self._embedders, self._threads)
         self.keys = Keyring(store, clock)
 
     @property
@@ -180,40 +179,11 @@ class VaultService:
         embeddings: str | None = None,
     ) -> tuple[list[ScoredMemory], Counters]:
         access.require_read()
-        hits = self._hybrid(access, query, limit, where, embeddings)
+        hits = self._search(access.vault_id, query, limit, where, embeddings)
         tokens = sum(h.memory.tokens for h in hits)
         if tokens:
             self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
         return hits, self._store.counters(access.vault_id)
-
-    def _hybrid(
-        self, access: Access, query: str, limit: int, where: SearchFilter, embeddings: str | None
-    ) -> list[ScoredMemory]:
-        """BM25 and vector candidates, fused, smoothed over neighbours, then sources lifted by
-        the relevant reflections built on them (see :mod:`.search.ranking`)."""
-        embedder = self._embedders.get(self._embedders.resolve(embeddings))
-        depth = max(limit * 3, CANDIDATES)
-        terms = query_terms(query)
-        dense: list[ScoredMemory] = []
-        if embedder is None:
-            lexical = self._store.search_lexical(access.vault_id, terms, depth, where)
-        else:
-            # BM25 runs while the query is embedded and the vectors scanned: SQLite, onnxruntime
-            # and numpy all release the GIL, so the two paths overlap on a multi-core machine.
-            pending = self._threads.submit(
-                self._store.search_lexical, access.vault_id, terms, depth, where
-            )
-            try:
-                vector = VectorQuery(embedder.model_id, embedder.dim, embedder.embed([query])[0])
-                dense = self._store.search_vectors(access.vault_id, vector, depth, where)
-            finally:
-                lexical = pending.result()
-        hits = smooth(fuse(lexical, dense, depth), depth)
-        parents = [h.memory.id for h in hits if h.memory.tier > 1]
-        if not parents:
-            return hits[:limit]
-        sources = [h.memory.id for h in hits if h.memory.tier < 3]
-        return lift_sources(hits, self._store.links(access.vault_id, parents, sources), limit)
 
     def prepare(
         self,
@@ -225,7 +195,9 @@ class VaultService:
     ) -> tuple[tuple[str, int, int], Counters]:
         """A context block for the next model call: (context, memories found, est. tokens)."""
         access.require_read()
-        hits = self._hybrid(access, query, budget.items, where, embeddings) if query else []
+        hits = (
+            self._search(access.vault_id, query, budget.items, where, embeddings) if query else []
+        )
         built = build_context(hits, budget)
         if built[2]:
             self._meter(access, UsageEvent("prepare", "retrieval", built[2], where.session_id))
@@ -248,7 +220,7 @@ class VaultService:
         budget = limits.DATE_PAGE_TOKENS if max_tokens is None else _budget(max_tokens)
         where = replace(where, window=(start, end))
         if query is not None and query.strip():
-            hits = self._hybrid(access, query, DATE_QUERY_CANDIDATES, where, embeddings)
+            hits = self._search(access.vault_id, query, DATE_QUERY_CANDIDATES, where, embeddings)
             taken: list[ScoredMemory] = []
             tokens = 0
             for hit in hits:

@@ -7,5 +7,5 @@
 - :mod:`.embeddings` the text embedders and what a memory's vector encodes.
 
 PostgreSQL answers the same questions in SQL (``store/postgres``); the service fuses both
-kinds of hits the same way (``vault/hybrid.py``).
+kinds of hits the same way (``vault/hybrid.py``, which runs them over a store).
 """

@@ -1,0 +1,54 @@
+"""Hybrid retrieval: the store's BM25 and vector candidates, fused, smoothed over neighbours,
+then the sources of relevant reflections lifted. The ranking rules are pure
+(:mod:`.search.ranking`); this module runs them over a store, for search, prepare and date
+search alike."""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
+from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.vault.search.ranking import fuse, lift_sources, query_terms, smooth
+from mcp_memoryrouter.vault.search.vectors import VectorQuery
+from mcp_memoryrouter.vault.store import Store
+
+CANDIDATES = 150  # per retrieval path, before fusion
+
+
+class HybridSearch:
+    """``threads`` run the lexical half of a search while the query is embedded."""
+
+    def __init__(self, store: Store, embedders: Embedders, threads: Executor) -> None:
+        self._store = store
+        self._embedders = embedders
+        self._threads = threads
+
+    def __call__(
+        self, vault_id: str, query: str, limit: int, where: SearchFilter, embeddings: str | None
+    ) -> list[ScoredMemory]:
+        """The ``limit`` best memories for ``query``, with the model ``embeddings`` names
+        (the server's default when None; lexical only when the server has none)."""
+        embedder = self._embedders.get(self._embedders.resolve(embeddings))
+        depth = max(limit * 3, CANDIDATES)
+        terms = query_terms(query)
+        dense: list[ScoredMemory] = []
+        if embedder is None:
+            lexical = self._store.search_lexical(vault_id, terms, depth, where)
+        else:
+            # BM25 runs while the query is embedded and the vectors scanned: SQLite, onnxruntime
+            # and numpy all release the GIL, so the two paths overlap on a multi-core machine.
+            pending = self._threads.submit(
+                self._store.search_lexical, vault_id, terms, depth, where
+            )
+            try:
+                vector = VectorQuery(embedder.model_id, embedder.dim, embedder.embed([query])[0])
+                dense = self._store.search_vectors(vault_id, vector, depth, where)
+            finally:
+                lexical = pending.result()
+        hits = smooth(fuse(lexical, dense, depth), depth)
+        parents = [h.memory.id for h in hits if h.memory.tier > 1]
+        if not parents:
+            return hits[:limit]
+        sources = [h.memory.id for h in hits if h.memory.tier < 3]
+        return lift_sources(hits, self._store.links(vault_id, parents, sources), limit)
