@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI
+from threadpoolctl import threadpool_limits
 
 from mcp_memoryrouter import __version__
 from mcp_memoryrouter.config import Settings
@@ -79,6 +80,10 @@ def build_service(
 ) -> tuple[VaultService, str]:
     """The service over the configured store, with its embedding worker running (a serving
     process: it claims a SQLite vault)."""
+    # A query's vector scan is one small matrix product; OpenBLAS's own threads only spin
+    # between queries, doubling a search's CPU for the same wall time (docs/benchmarks.md,
+    # "The cost of a call"). Concurrent requests are what run in parallel.
+    threadpool_limits(limits=1, user_api="blas")
     store, kind = open_store(settings, serving=start_worker)
     embedders = embedders_for(settings)
     worker = EmbeddingWorker(store, embedders)

@@ -75,8 +75,9 @@ class Tx(Protocol):
         ...
 
 
-def memory_from_row(row: Row) -> Memory:
-    """A memory from the leading :data:`MEMORY_COLUMNS` of ``row``."""
+def memory_from_row(row: Row, seq: int = 0) -> Memory:
+    """A memory from the leading :data:`MEMORY_COLUMNS` of ``row`` (with its storage order
+    ``seq`` when the caller read it: search ranks neighbours by it)."""
     return Memory(
         id=cast(str, row[0]),
         tier=cast(Tier, row[1]),
@@ -88,4 +89,5 @@ def memory_from_row(row: Row) -> Memory:
         importance=cast(int | None, row[7]),
         session_id=cast(str | None, row[8]),
         batch_id=cast(str | None, row[9]),
+        seq=seq,
     )

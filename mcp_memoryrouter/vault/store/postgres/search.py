@@ -5,7 +5,6 @@ the search filter as SQL, which the vector search shares (its in-memory twin on 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.store.postgres.connection import Conn
@@ -53,4 +52,4 @@ def search_lexical(
         "ORDER BY rank DESC, m.seq LIMIT %s",
         [" or ".join(words), vault_id, *params, limit],
     ).fetchall()
-    return [ScoredMemory(replace(memory_from_row(r), seq=r[11]), float(r[10])) for r in rows]
+    return [ScoredMemory(memory_from_row(r, r[11]), float(r[10])) for r in rows]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -143,7 +142,7 @@ def search(
             f"SELECT {MEMORY_COLUMNS}, {distance} AS dist, m.seq {scope} ORDER BY dist LIMIT %s"
         )
     rows = conn.execute(statement, [vector_literal(query.vector), vault_id, *params, k]).fetchall()
-    hits = [ScoredMemory(replace(memory_from_row(r), seq=r[11]), 1.0 - float(r[10])) for r in rows]
+    hits = [ScoredMemory(memory_from_row(r, r[11]), 1.0 - float(r[10])) for r in rows]
     return sorted(hits, key=lambda h: -(h.score or 0.0))
 
 

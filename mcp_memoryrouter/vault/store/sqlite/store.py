@@ -15,7 +15,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -228,12 +227,10 @@ class SQLiteStore(Store):
                 f"WHERE m.seq {test} AND +m.vault_id = ?",
                 [*seqs, vault_id],
             )
-            return {r[10]: memory_from_row(r) for r in rows}
+            return {r[10]: memory_from_row(r, r[10]) for r in rows}
 
         found = self._read(work)
-        return [
-            ScoredMemory(replace(found[seq], seq=seq), score) for seq, score in hits if seq in found
-        ]
+        return [ScoredMemory(found[seq], score) for seq, score in hits if seq in found]
 
     # --- the in-memory indexes after deletes -------------------------------------------
 
