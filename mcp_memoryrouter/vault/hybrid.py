@@ -5,7 +5,7 @@ search alike."""
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
 
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.search.embeddings import Embedders
@@ -14,15 +14,19 @@ from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
 CANDIDATES = 150  # per retrieval path, before fusion
+THREADS = 16  # lexical halves of concurrent searches (started on first use)
 
 
 class HybridSearch:
-    """``threads`` run the lexical half of a search while the query is embedded."""
+    """Its own threads run the lexical half of a search while the query is embedded."""
 
-    def __init__(self, store: Store, embedders: Embedders, threads: Executor) -> None:
+    def __init__(self, store: Store, embedders: Embedders) -> None:
         self._store = store
         self._embedders = embedders
-        self._threads = threads
+        self._threads = ThreadPoolExecutor(THREADS, thread_name_prefix="lexical-search")
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=True)
 
     def __call__(
         self, vault_id: str, query: str, limit: int, where: SearchFilter, embeddings: str | None

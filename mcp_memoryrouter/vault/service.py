@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from mcp_memoryrouter import limits
@@ -71,9 +70,6 @@ def _dedup_key(role: str, session_id: str | None, date_ms: int, index: int, text
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
 
 
-SEARCH_THREADS = 16  # lexical halves of concurrent hybrid searches (started on first use)
-
-
 class VaultService:
     def __init__(
         self,
@@ -83,21 +79,14 @@ class VaultService:
         lease_seconds: int,
         embedders: Embedders | None = None,
         worker: EmbeddingWorker | None = None,
-        search_threads: Executor | None = None,
     ) -> None:
-        """``worker`` embeds what is written (woken on every write); ``search_threads`` run
-        the lexical half of a hybrid search while the query is embedded (a pool of its own
-        when not given, shut down by :meth:`close`)."""
+        """``worker`` embeds what is written (woken on every write)."""
         self._store = store
         self._clock = clock
         self._lease_seconds = lease_seconds
         self._embedders = embedders or Embedders({}, "none")
         self.worker = worker
-        self._own_threads = search_threads is None
-        self._threads = search_threads or ThreadPoolExecutor(
-            SEARCH_THREADS, thread_name_prefix="lexical-search"
-        )
-        self._search = HybridSearch(store, self._embedders, self._threads)
+        self._search = HybridSearch(store, self._embedders)
         self.keys = Keyring(store, clock)
 
     @property
@@ -109,8 +98,7 @@ class VaultService:
         """Stop the embedding worker and close the store (a SQLite store releases its file)."""
         if self.worker is not None:
             self.worker.stop()
-        if self._own_threads:
-            self._threads.shutdown(wait=True)
+        self._search.close()
         self._store.close()
 
     def _wake(self) -> None:
