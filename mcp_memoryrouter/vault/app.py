@@ -65,7 +65,9 @@ def migrate_store(settings: Settings) -> tuple[str, int]:
 
 def embedders_for(settings: Settings) -> Embedders:
     factories: dict[str, Callable[[], Embedder]] = {
-        "local": lambda: LocalMiniLM(threads=settings.embed_threads)
+        "local": lambda: LocalMiniLM(
+            threads=settings.embed_threads, cache_dir=settings.data_dir / "models"
+        )
     }
     if settings.openai_base_url:
         base_url = settings.openai_base_url

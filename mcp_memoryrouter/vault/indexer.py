@@ -80,8 +80,20 @@ class EmbeddingWorker:
             total += done
         return total
 
+    def replace_models(self) -> None:
+        """Queue the vectors of models the offered ones replace for re-embedding (a new form
+        of the local model): once per start, idempotent."""
+        for name in self._embedders.names:
+            embedder = self._embedders.get(name)
+            if embedder is None:
+                continue
+            for old in embedder.replaces:
+                if queued := self._store.replace_model(old, embedder.model_id):
+                    log.info("re-embedding %d memories of %s for %s", queued, old, name)
+
     def _run(self) -> None:
         try:  # off the request path: the first search should not wait for a load
+            self.replace_models()
             default = self._embedders.get(self._embedders.resolve(None))
             self._store.warm([] if default is None else [(default.model_id, default.dim)])
         except Exception as exc:

@@ -32,6 +32,7 @@ class ConceptEmbedder:
 
     model_id = "test-concepts"
     dim = 64
+    replaces: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.calls = 0

