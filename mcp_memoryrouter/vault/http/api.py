@@ -33,7 +33,12 @@ _ERRORS[429]["headers"] = {
 }
 
 
-def get_service(request: Request) -> VaultService:
+# Handlers and dependencies that do no I/O are ``async``: FastAPI runs a plain ``def`` on a
+# worker thread, a hop that cost more CPU than the work (docs/benchmarks.md, "The cost of a
+# call"). Whatever reads or writes the store stays a plain ``def``.
+
+
+async def get_service(request: Request) -> VaultService:
     service: VaultService = request.app.state.service
     return service
 
@@ -84,7 +89,7 @@ def _tiers(tiers: list[int] | None) -> tuple[Tier, ...] | None:
 
 
 @router.get("/healthz", response_model=schemas.Health, tags=["ops"])
-def healthz(request: Request) -> schemas.Health:
+async def healthz(request: Request) -> schemas.Health:
     return schemas.Health(status="ok", store=request.app.state.store_kind, version=__version__)
 
 
@@ -116,7 +121,7 @@ def revoke_key(key_id: str, access: Key, service: Service) -> schemas.KeyRevoked
 
 
 @router.get("/v1/keys/current", response_model=schemas.KeyInfo, tags=["keys"])
-def current_key(access: Key) -> schemas.KeyInfo:
+async def current_key(access: Key) -> schemas.KeyInfo:
     """The vault reference and permissions of the presented key (any mode may ask)."""
     return schemas.KeyInfo(vault=access.vault_ref, read_only=access.read_only, mode=access.mode)
 
