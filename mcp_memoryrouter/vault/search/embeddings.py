@@ -135,28 +135,28 @@ class LocalMiniLM:
         return normalize(out)
 
 
-_BUILT: dict[str, bytes] = {}  # built models by file name, once per process
+_BUILT: dict[str, bytes] = {}  # models built without a cache directory, once per process
 
 
-def _quantized(shipped: Path, sha256: str, cache_dir: Path | None) -> bytes:
-    """The integer form of the shipped model (``quantize.py``): from ``cache_dir`` when an
-    earlier start built it, else built in a child process (~4 s of CPU) and kept there."""
+def _quantized(shipped: Path, sha256: str, cache_dir: Path | None) -> str | bytes:
+    """The integer form of the shipped model (``quantize.py``), built in a child process
+    (~4 s of CPU) the first time. With ``cache_dir`` it is kept there and its path returned,
+    which onnxruntime reads without a copy held in Python (~20 MiB less resident)."""
     import onnxruntime as ort
 
     name = f"{LocalMiniLM.model_id}-{sha256[:16]}-onnxruntime-{ort.__version__}.onnx"
-    kept = None if cache_dir is None else cache_dir / name
-    model = _BUILT.get(name)
-    if model is None and kept is not None and kept.is_file():
-        model = kept.read_bytes()
-    if model is None:
-        model = _build(shipped, name)
-    _BUILT[name] = model
-    if kept is not None and not kept.is_file():
-        kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=kept.parent, delete=False) as out:
+    if cache_dir is None:
+        if name not in _BUILT:
+            _BUILT[name] = _build(shipped, name)
+        return _BUILT[name]
+    kept = cache_dir / name
+    if not kept.is_file():
+        model = _BUILT.get(name) or _build(shipped, name)
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache_dir, delete=False) as out:
             out.write(model)
         os.replace(out.name, kept)  # whole or absent: a crash leaves no half file under its name
-    return model
+    return str(kept)
 
 
 def _build(shipped: Path, name: str) -> bytes:
