@@ -52,7 +52,7 @@ from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.private import open_private, private_dir, private_file
-from mcp_memoryrouter.vault.app import build_service, create_vault_app
+from mcp_memoryrouter.vault.app import build_service, create_vault_app, in_process
 from mcp_memoryrouter.vault.service import VaultService
 
 INTERNAL_URL = "http://vault.internal"
@@ -82,14 +82,15 @@ class Server:
     oauth: EmbeddedAuthServer | None = None
 
 
-def vault_client(settings: Settings, vault_app: ASGIApp | None) -> VaultClient:
+def vault_client(settings: Settings, vault_app: FastAPI | None) -> VaultClient:
     if vault_app is None:
         assert settings.api_url is not None
         return VaultClient(settings.api_url, longest_wait=MCP_LONGEST_WAIT)
     return VaultClient(
         INTERNAL_URL,
-        transport=httpx2.ASGITransport(app=vault_app),
+        transport=httpx2.ASGITransport(app=vault_app),  # what the carrier does not offer
         longest_wait=MCP_LONGEST_WAIT,
+        carrier=in_process(vault_app),
     )
 
 

@@ -17,19 +17,30 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import httpx2
 from pydantic import BaseModel
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.errors import MemoryRouterError, TransportFailure, error_for
+from mcp_memoryrouter.errors import MemoryRouterError, RateLimited, TransportFailure, error_for
 
 M = TypeVar("M", bound=BaseModel)
 Sleep = Callable[[float], Awaitable[None]]
 MAX_RETRIES = 5
 MAX_RETRY_AFTER = 30.0  # seconds: a longer wait is capped, not trusted
+
+
+class Carrier(Protocol):
+    """Carries a call to a vault in this process without HTTP (the embedded server's
+    ``vault.http.inprocess.InProcess``): the same route, rules and errors, no encoding."""
+
+    def offers(self, method: str, path: str) -> bool: ...
+
+    async def call(
+        self, method: str, path: str, key: str | None, body: BaseModel | None, model: type[M]
+    ) -> M: ...
 
 
 class VaultClient:
@@ -45,9 +56,11 @@ class VaultClient:
         http: httpx2.AsyncClient | None = None,
         sleep: Sleep = anyio.sleep,
         longest_wait: float = MAX_RETRY_AFTER,
+        carrier: Carrier | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._key = key
+        self._carrier = carrier
         self._sleep = sleep
         self._longest_wait = longest_wait
         self._http = http or httpx2.AsyncClient(
@@ -56,7 +69,12 @@ class VaultClient:
 
     def with_key(self, key: str) -> VaultClient:
         return VaultClient(
-            self.base_url, key, http=self._http, sleep=self._sleep, longest_wait=self._longest_wait
+            self.base_url,
+            key,
+            http=self._http,
+            sleep=self._sleep,
+            longest_wait=self._longest_wait,
+            carrier=self._carrier,
         )
 
     async def aclose(self) -> None:
@@ -138,8 +156,24 @@ class VaultClient:
     # --- plumbing ----------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, body: BaseModel | None, model: type[M]) -> M:
-        async with self._send(method, path, body) as response:
-            return model.model_validate(response.json())
+        carrier = self._carrier
+        if carrier is None or not carrier.offers(method, path):
+            async with self._send(method, path, body) as response:
+                return model.model_validate(response.json())
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                return await carrier.call(method, path, self._key, body, model)
+            except RateLimited as limited:
+                wait = _capped(limited.details.get("retry_after"))
+                if not self._retries(attempt, wait):
+                    raise
+                await self._sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _retries(self, attempt: int, wait: float) -> bool:
+        """Whether a 429 asking for ``wait`` seconds is waited out (the one rule for both
+        ways a call travels)."""
+        return attempt < MAX_RETRIES and wait <= self._longest_wait
 
     @asynccontextmanager
     async def _send(
@@ -157,8 +191,9 @@ class VaultClient:
             except httpx2.HTTPError as exc:
                 raise self._unreachable(exc) from exc
             try:
-                retry = response.status_code == 429 and attempt < MAX_RETRIES
-                if retry and (wait := retry_after(response)) <= self._longest_wait:
+                if response.status_code == 429 and self._retries(
+                    attempt, wait := retry_after(response)
+                ):
                     await self._sleep(wait)
                     continue
                 if response.status_code >= 400:
@@ -179,8 +214,12 @@ class VaultClient:
 def retry_after(response: httpx2.Response) -> float:
     """The seconds a 429 asks to wait (RFC 9110 §10.2.3, delay-seconds form), capped at
     :data:`MAX_RETRY_AFTER`; 1 s when absent or unreadable."""
+    return _capped(response.headers.get("retry-after"))
+
+
+def _capped(value: object) -> float:
     try:
-        seconds = float(response.headers.get("retry-after", "1"))
+        seconds = float(value if isinstance(value, (int, float, str)) else "1")
     except ValueError:
         seconds = 1.0
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)

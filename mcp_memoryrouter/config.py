@@ -17,6 +17,11 @@ def default_data_dir() -> Path:
     return Path(base) / "mcp-memoryrouter"
 
 
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mcp-memoryrouter"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORYROUTER_", extra="ignore")
 
@@ -36,6 +41,8 @@ class Settings(BaseSettings):
     # retrieval: the default embedder (local | none | openai) and its options
     embeddings: Literal["local", "none", "openai"] = "local"
     embed_threads: int = Field(default=1, ge=1, le=64)
+    # what the local model is built into at the first start (shared by every data directory)
+    cache_dir: Path = Field(default_factory=default_cache_dir)
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_model: str = "text-embedding-3-small"

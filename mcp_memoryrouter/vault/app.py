@@ -14,6 +14,7 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.private import new_private_dir, private_dir
 from mcp_memoryrouter.vault.http.api import router
 from mcp_memoryrouter.vault.http.boundary import BodyLimit, install_error_handlers
+from mcp_memoryrouter.vault.http.inprocess import InProcess
 from mcp_memoryrouter.vault.http.openapi import with_server_rules
 from mcp_memoryrouter.vault.http.ratelimit import MonotonicMs, RateLimit, TokenBuckets
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
@@ -66,7 +67,7 @@ def migrate_store(settings: Settings) -> tuple[str, int]:
 def embedders_for(settings: Settings) -> Embedders:
     factories: dict[str, Callable[[], Embedder]] = {
         "local": lambda: LocalMiniLM(
-            threads=settings.embed_threads, cache_dir=settings.data_dir / "models"
+            threads=settings.embed_threads, cache_dir=settings.cache_dir / "models"
         )
     }
     if settings.openai_base_url:
@@ -97,8 +98,16 @@ def build_service(
         worker=worker,
     )
     if start_worker:
+        default = embedders.get(embedders.resolve(None))
+        if isinstance(default, LocalMiniLM):
+            default.prepare()  # the first start builds the model here, never in a request
         worker.start()
     return service, kind
+
+
+def in_process(app: FastAPI) -> InProcess:
+    """The carrier that calls ``app``'s routes without HTTP (for the embedded MCP server)."""
+    return InProcess(app)
 
 
 def create_vault_app(
@@ -121,6 +130,8 @@ def create_vault_app(
     )
     app.state.service = service
     app.state.store_kind = store_kind
+    app.state.max_body_bytes = settings.max_body_bytes
+    app.state.rate_buckets = None
     install_error_handlers(app)
     # the embedding models this server has; "" (or no choice) is its default
     app.openapi = with_server_rules(app.openapi, service.embedders.names)  # type: ignore[method-assign]
@@ -130,5 +141,6 @@ def create_vault_app(
         per_minute = settings.rate_limit_per_minute
         burst = settings.rate_limit_burst or per_minute
         # added last, so outermost: a throttled request is refused before its body is read
-        app.add_middleware(RateLimit, buckets=TokenBuckets(per_minute, burst, rate_clock))
+        app.state.rate_buckets = TokenBuckets(per_minute, burst, rate_clock)
+        app.add_middleware(RateLimit, buckets=app.state.rate_buckets)
     return app

@@ -462,3 +462,18 @@ def test_the_lexical_half_runs_while_the_query_is_embedded(tmp_path: Path) -> No
     finally:
         vault.http.close()
         vault.store.close()
+
+
+def test_a_serving_process_builds_the_local_model_before_it_answers(tmp_path: Path) -> None:
+    """The first start builds the integer form (~4 s) before the server listens, so no
+    request waits for it; a second start finds it kept."""
+    from mcp_memoryrouter.config import Settings
+    from mcp_memoryrouter.vault.app import build_service
+
+    settings = Settings(data_dir=tmp_path / "data", cache_dir=tmp_path / "cache")
+    service, _ = build_service(settings)
+    try:
+        (built,) = (tmp_path / "cache" / "models").iterdir()
+        assert built.name.startswith(LocalMiniLM.model_id)
+    finally:
+        service.close()

@@ -46,6 +46,14 @@ async def get_service(request: Request) -> VaultService:
 Service = Annotated[VaultService, Depends(get_service)]
 
 
+async def get_store_kind(request: Request) -> str:
+    kind: str = request.app.state.store_kind
+    return kind
+
+
+StoreKind = Annotated[str, Depends(get_store_kind)]
+
+
 def get_access(
     request: Request,
     service: Service,
@@ -89,8 +97,8 @@ def _tiers(tiers: list[int] | None) -> tuple[Tier, ...] | None:
 
 
 @router.get("/healthz", response_model=schemas.Health, tags=["ops"])
-async def healthz(request: Request) -> schemas.Health:
-    return schemas.Health(status="ok", store=request.app.state.store_kind, version=__version__)
+async def healthz(store_kind: StoreKind) -> schemas.Health:
+    return schemas.Health(status="ok", store=store_kind, version=__version__)
 
 
 @router.post("/v1/keys", status_code=201, response_model=schemas.KeyCreated, tags=["keys"])

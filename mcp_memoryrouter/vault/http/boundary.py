@@ -73,10 +73,16 @@ def _allowed(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+def unexpected(exc: BaseException, method: str, path: str) -> MemoryRouterError:
+    """What a caller hears of a failure no rule names (500, ``internal error``), logged by
+    its type only: its text may hold a caller's data."""
+    log.error("unhandled %s on %s %s", type(exc).__name__, method, path)
+    return MemoryRouterError("internal error")
+
+
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
-    body = {"error": {"code": "internal_error", "message": "internal error", "details": {}}}
-    return JSONResponse(body, status_code=500)
+    error = unexpected(exc, request.method, request.url.path)
+    return JSONResponse(error.envelope(), status_code=500)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -129,7 +135,8 @@ class BodyLimit:
         await self.app(scope, replay(body, receive), send)
 
     async def _refuse(self, send: Send) -> None:
-        error = PayloadTooLarge(
-            f"request body exceeds {self.max_bytes} bytes", {"max_bytes": self.max_bytes}
-        )
-        await send_json(send, 413, error.envelope())
+        await send_json(send, 413, too_large(self.max_bytes).envelope())
+
+
+def too_large(max_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"request body exceeds {max_bytes} bytes", {"max_bytes": max_bytes})

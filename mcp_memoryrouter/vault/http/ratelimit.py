@@ -30,11 +30,29 @@ UNLIMITED_PATHS = frozenset({"/healthz", "/v1/keys/current"})
 def caller_of(scope: Scope) -> str:
     """The hash of the presented key (read as authentication reads it), else the client
     address. Raises ``InvalidRequest`` for a key header sent twice."""
-    key = presented_key(scope.get("headers", []))
+    client = scope.get("client")
+    return caller(presented_key(scope.get("headers", [])), str(client[0]) if client else None)
+
+
+def caller(key: str | None, address: str | None) -> str:
+    """Whose bucket a request takes from: its key's (mode suffix stripped), else its
+    address's."""
     if key:
         return "key:" + hash_key(split_mode(key)[0])
-    client = scope.get("client")
-    return "addr:" + (str(client[0]) if client else "unknown")
+    return "addr:" + (address or "unknown")
+
+
+def throttled(buckets: TokenBuckets, who: str) -> RateLimited | None:
+    """The 429 when ``who``'s bucket is empty (one token taken otherwise)."""
+    wait = buckets.take(who)
+    if wait is None:
+        return None
+    retry_after = max(1, math.ceil(wait))
+    return RateLimited(
+        f"too many requests: at most {buckets.per_minute} a minute per key "
+        f"(bursts of {buckets.burst}); retry after {retry_after} s",
+        {"retry_after": retry_after},
+    )
 
 
 class RateLimit:
@@ -49,22 +67,16 @@ class RateLimit:
             await self.app(scope, receive, send)
             return
         try:
-            caller = caller_of(scope)
+            who = caller_of(scope)
         except InvalidRequest as refused:
             await send_json(send, 400, refused.envelope())
             return
-        wait = self.buckets.take(caller)
-        if wait is None:
+        error = throttled(self.buckets, who)
+        if error is None:
             await self.app(scope, receive, send)
             return
-        retry_after = max(1, math.ceil(wait))
-        error = RateLimited(
-            f"too many requests: at most {self.buckets.per_minute} a minute per key "
-            f"(bursts of {self.buckets.burst}); retry after {retry_after} s",
-            {"retry_after": retry_after},
-        )
-        headers = [(b"retry-after", str(retry_after).encode())]
+        headers = [(b"retry-after", str(error.details["retry_after"]).encode())]
         await send_json(send, 429, error.envelope(), headers)
 
 
-__all__ = ["MonotonicMs", "RateLimit", "TokenBuckets", "caller_of"]
+__all__ = ["MonotonicMs", "RateLimit", "TokenBuckets", "caller", "caller_of", "throttled"]

