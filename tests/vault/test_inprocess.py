@@ -25,6 +25,7 @@ from mcp_memoryrouter.errors import (
     Unauthorized,
 )
 from mcp_memoryrouter.vault.app import create_vault_app, in_process
+from mcp_memoryrouter.vault.http.inprocess import InProcess
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import FakeClock
@@ -40,6 +41,7 @@ class Vault:
     read_only_key: str
     clients: dict[str, Callable[..., VaultClient]]
     rate_ms: list[int]
+    carrier: InProcess
 
 
 @pytest.fixture
@@ -66,24 +68,19 @@ def vault(tmp_path: Path) -> Iterator[Vault]:
     def in_proc(key: str | None, **options: Any) -> VaultClient:
         return VaultClient("http://vault.internal", key, carrier=carrier, **options)
 
-    yield Vault(service, key, read_only, {"http": over_http, "in-process": in_proc}, rate_ms)
+    clients = {"http": over_http, "in-process": in_proc}
+    yield Vault(service, key, read_only, clients, rate_ms, carrier)
     store.close()
 
 
-def test_every_call_the_client_makes_without_streaming_is_carried() -> None:
+def test_every_call_the_client_makes_without_streaming_is_carried(vault: Vault) -> None:
     import inspect
 
     source = inspect.getsource(client_module.VaultClient)
     calls = re.findall(r'_call\(\s*"(\w+)",\s*"([^"]+)"', source)
     assert len(calls) == 16
-    app = create_vault_app(Settings(), service=_unused_service())
-    carrier = in_process(app)
+    carrier = vault.carrier
     assert [c for c in calls if not carrier.offers(*c)] == []
-
-
-def _unused_service() -> VaultService:
-    store = SQLiteStore(":memory:")
-    return VaultService(store, clock=FakeClock(), lease_seconds=900)
 
 
 async def both(
