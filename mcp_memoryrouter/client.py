@@ -183,7 +183,7 @@ class VaultClient:
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         payload: Any = None
         if body is not None:
-            payload = body.model_dump(mode="json", by_alias=True, exclude_none=True)
+            payload = schemas.wire(body)
         request = self._http.build_request(method, path, json=payload, headers=headers)
         for attempt in range(MAX_RETRIES + 1):
             try:

@@ -78,6 +78,12 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+def wire(body: BaseModel) -> dict[str, Any]:
+    """A request model as it travels: JSON types, wire names, unset options left out (what
+    the client sends, and what the in-process carrier measures against the body limit)."""
+    return body.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 # --- requests ---------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
+from mcp_memoryrouter import schemas
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.vault.http.boundary import too_large, unexpected
 from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, caller, throttled
@@ -95,9 +96,9 @@ class InProcess:
 
 
 def _encoded(body: BaseModel) -> bytes:
-    """The body as the HTTP client sends it (``VaultClient._send``)."""
-    payload = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    """The body's bytes as the HTTP client sends them (``schemas.wire``, then httpx's own
+    JSON encoding)."""
+    return json.dumps(schemas.wire(body), ensure_ascii=False, separators=(",", ":")).encode()
 
 
 _GIVEN = frozenset({"service", "store_kind", "access", "body"})
