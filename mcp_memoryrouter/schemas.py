@@ -203,6 +203,15 @@ class InspectRequest(_Request):
 
 class DeleteIdsRequest(_Request):
     ids: Ids
+    derived: StrictBool = Field(
+        default=False,
+        description="Also delete every reflection, at every tier above, built from any of "
+        "the ids; their other sources return to the unconsolidated pool, so the next "
+        "consolidation rebuilds them without what was forgotten.",
+    )
+    dry_run: StrictBool = Field(
+        default=False, description="Answer what would go, changing nothing."
+    )
 
 
 class KeyCreateRequest(_Request):
@@ -280,6 +289,10 @@ class MemoryRow(BaseModel):
     covers: Covers | None = Field(default=None, exclude_if=_omit_none)
     role: Role | None = Field(default=None, exclude_if=_omit_none)
     importance: int | None = Field(default=None, exclude_if=_omit_none)
+    # reflections: how much of the support is gone (orphaned: every source deleted)
+    sources_total: int | None = Field(default=None, exclude_if=_omit_none)
+    sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
+    orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
 
 
 class PrepareResponse(BaseModel):
@@ -368,6 +381,9 @@ class LineageRow(BaseModel):
     date: str
     covers: Covers | None = Field(default=None, exclude_if=_omit_none)
     score: float | None = Field(default=None, exclude_if=_omit_none)
+    sources_total: int | None = Field(default=None, exclude_if=_omit_none)
+    sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
+    orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
 
 
 class InspectResponse(BaseModel):
@@ -382,6 +398,7 @@ class InspectResponse(BaseModel):
     sources: list[LineageRow] | None = Field(default=None, exclude_if=_omit_none)
     sources_total: int | None = Field(default=None, exclude_if=_omit_none)
     sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
+    orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
     truncated: bool | None = Field(default=None, exclude_if=_omit_none)
     offset: int | None = Field(default=None, exclude_if=_omit_none)
     next_offset: int | None = Field(default=None, exclude_if=_omit_none)
@@ -395,6 +412,11 @@ class DeleteIdsResponse(BaseModel):
     not_found: int
     legacy_fallback_used: int
     failed: list[str]
+    # with derived or dry_run: the ids that went (would go) at each tier, and how many
+    # sources returned (would return) to the unconsolidated pool at each tier
+    dry_run: bool | None = Field(default=None, exclude_if=_omit_none)
+    by_tier: dict[str, list[str]] | None = Field(default=None, exclude_if=_omit_none)
+    returned_to_pool: dict[str, int] | None = Field(default=None, exclude_if=_omit_none)
     reflection: Reflection
 
 

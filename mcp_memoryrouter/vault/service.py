@@ -167,7 +167,9 @@ class VaultService:
         embeddings: str | None = None,
     ) -> tuple[list[ScoredMemory], Counters]:
         access.require_read()
-        hits = self._search(access.vault_id, query, limit, where, embeddings)
+        hits = self._supported(
+            access.vault_id, self._search(access.vault_id, query, limit, where, embeddings)
+        )
         tokens = sum(h.memory.tokens for h in hits)
         if tokens:
             self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
@@ -186,7 +188,7 @@ class VaultService:
         hits = (
             self._search(access.vault_id, query, budget.items, where, embeddings) if query else []
         )
-        built = build_context(hits, budget)
+        built = build_context(self._supported(access.vault_id, hits), budget)
         if built[2]:
             self._meter(access, UsageEvent("prepare", "retrieval", built[2], where.session_id))
         return built, self._store.counters(access.vault_id)
@@ -226,6 +228,7 @@ class VaultService:
                 *bounds,
                 found.boundary is not None,
             )
+        page = replace(page, rows=tuple(self._supported(access.vault_id, page.rows)))
         tokens = sum(h.memory.tokens for h in page.rows)
         if tokens:
             self._meter(access, UsageEvent("date-search", "retrieval", tokens, where.session_id))
@@ -334,10 +337,18 @@ class VaultService:
             self._meter(access, UsageEvent("inspect", "retrieval", tokens, session_id))
         return found
 
-    def delete_ids(self, access: Access, ids: Sequence[str]) -> tuple[DeleteOutcome, Counters]:
-        access.require_write()
+    def delete_ids(
+        self, access: Access, ids: Sequence[str], derived: bool = False, dry_run: bool = False
+    ) -> tuple[DeleteOutcome, Counters]:
+        """Delete by id; ``derived`` takes what was built from them too (see
+        ``store.memories.plan_delete``). A dry run changes nothing, so a read-only key may
+        ask it."""
+        if dry_run:
+            access.require_read()
+        else:
+            access.require_write()
         unique = list(dict.fromkeys(ids))
-        outcome = self._store.delete_ids(access.vault_id, unique)
+        outcome = self._store.delete_ids(access.vault_id, unique, derived, dry_run)
         if outcome.tokens:
             self._meter(access, UsageEvent("delete-ids", "deletion", outcome.tokens))
         return outcome, self._store.counters(access.vault_id)
@@ -360,6 +371,11 @@ class VaultService:
 
     def pending_embeddings(self, access: Access) -> int:
         return self._store.pending_embeddings(access.vault_id)
+
+    def _supported(self, vault_id: str, hits: Sequence[ScoredMemory]) -> list[ScoredMemory]:
+        """The hits with each reflection's support (how many of its sources are gone)."""
+        rows = self._store.with_support(vault_id, [h.memory for h in hits])
+        return [ScoredMemory(m, h.score) for m, h in zip(rows, hits, strict=True)]
 
     def _model_id(self, embeddings: str | None) -> str | None:
         """The vector space new rows are queued for (None: lexical only)."""

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.mcp.binding import Vault
@@ -23,6 +23,9 @@ class DeleteOutput(BaseModel):
     deleted: int
     not_found: int
     failed: list[str]
+    dry_run: bool | None = None
+    by_tier: dict[str, list[str]] | None = None  # ids that went (would go) at each tier
+    returned_to_pool: dict[str, int] | None = None  # sources back in the pool, per tier
 
 
 class ForgetOutput(BaseModel):
@@ -30,16 +33,32 @@ class ForgetOutput(BaseModel):
 
 
 async def delete_memories(
-    vault: Vault, ids: schemas.Ids
+    vault: Vault,
+    ids: schemas.Ids,
+    derived: Annotated[
+        bool,
+        Field(
+            description="Also delete every reflection built from these memories, so no "
+            "summary repeats them; the reflections' other sources are consolidated again."
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, Field(description="Only list what would be deleted; change nothing.")
+    ] = False,
 ) -> Annotated[CallToolResult, DeleteOutput]:
     async with backend_errors():
-        done = await vault.client.delete_ids(schemas.DeleteIdsRequest.model_construct(ids=ids))
+        done = await vault.client.delete_ids(
+            schemas.DeleteIdsRequest.model_construct(ids=ids, derived=derived, dry_run=dry_run)
+        )
     return shaped(
         DeleteOutput(
             requested=done.requested,
             deleted=done.deleted,
             not_found=done.not_found,
             failed=done.failed,
+            dry_run=done.dry_run,
+            by_tier=done.by_tier,
+            returned_to_pool=done.returned_to_pool,
         )
     )
 
@@ -62,8 +81,10 @@ TOOLS = (
         delete_memories,
         "Delete memories",
         "Permanently delete memories by id (from search or inspect results), any tier, up "
-        f"to {limits.MAX_DELETE_IDS} per call; reflections built from a deleted memory stay. "
-        "Confirm with the user first: it cannot be undone.",
+        f"to {limits.MAX_DELETE_IDS} per call. By default reflections built from a deleted "
+        "memory stay; when the user wants something forgotten entirely (no summary may "
+        "repeat it), set derived: every reflection built from it goes too. Run with "
+        "dry_run first to show the user what would go, and confirm: it cannot be undone.",
         DESTRUCTIVE,
     ),
     ToolSpec(

@@ -26,6 +26,9 @@ class LineageMemory(BaseModel):
     role: str | None = None
     importance: int | None = None
     score: float | None = None  # cosine similarity to the inspected reflection
+    sources_total: int | None = None  # a reflection's sources, and how many were deleted
+    sources_deleted: int | None = None
+    orphaned: bool | None = None  # every source deleted
 
 
 class InspectOutput(BaseModel):
@@ -39,6 +42,7 @@ class InspectOutput(BaseModel):
     sources: list[LineageMemory] | None = None
     sources_total: int | None = None
     sources_deleted: int | None = None
+    orphaned: bool | None = None
     truncated: bool | None = None
     offset: int | None = None
     next_offset: int | None = None
@@ -57,6 +61,9 @@ def _rows(rows: list[schemas.LineageRow], budget: Budget) -> list[LineageMemory]
             role=r.role,
             importance=r.importance,
             score=r.score,
+            sources_total=r.sources_total,
+            sources_deleted=r.sources_deleted,
+            orphaned=r.orphaned,
         )
         for r in rows
     ]
@@ -89,6 +96,7 @@ def fit_lineage(budget: Budget, found: schemas.InspectResponse, offset: int) -> 
                     "sources": sources[:k],
                     "sources_total": found.sources_total,
                     "sources_deleted": found.sources_deleted,
+                    "orphaned": found.orphaned,
                     "truncated": more,
                     "offset": offset,
                     "next_offset": offset + k if more else None,
@@ -120,8 +128,9 @@ TOOLS = (
         "A memory in full with its receipts. For a reflection (tier 2 or 3): the memories "
         "it was built from, one tier down, most similar first (score: cosine; null = not "
         "embedded yet); when truncated, pass next_offset as offset to read on. For tier 1 "
-        "and 2: consolidated_into lists the reflections built from it. Chain calls to "
-        "drill from an insight down to the exact words.",
+        "and 2: consolidated_into lists the reflections built from it. A reflection's "
+        "sources_deleted of sources_total says how much of its support was deleted (orphaned: "
+        "all of it). Chain calls to drill from an insight down to the exact words.",
         READ_ONLY,
     ),
 )

@@ -362,16 +362,8 @@ def inspect(
 def delete_ids(
     body: schemas.DeleteIdsRequest, access: Key, service: Service
 ) -> schemas.DeleteIdsResponse:
-    outcome, counters = service.delete_ids(access, body.ids)
-    return schemas.DeleteIdsResponse(
-        requested=outcome.requested,
-        deleted=outcome.deleted,
-        do_deleted=outcome.deleted,
-        not_found=outcome.not_found,
-        legacy_fallback_used=0,
-        failed=[],
-        reflection=render.reflection(counters),
-    )
+    outcome, counters = service.delete_ids(access, body.ids, body.derived, body.dry_run)
+    return render.deleted(outcome, counters, listed=body.derived or body.dry_run)
 
 
 @router.delete("/v1/memory", response_model=schemas.WipeResponse, tags=["memory"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.vault.rules import contract, debt
@@ -10,6 +11,7 @@ from mcp_memoryrouter.vault.rules.dates import format_ms
 from mcp_memoryrouter.vault.rules.domain import (
     Batch,
     Counters,
+    DeleteOutcome,
     EmptyCheckout,
     ExportedMemory,
     KeyRecord,
@@ -17,6 +19,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Memory,
     ScoredMemory,
     Stats,
+    Support,
     UsageLine,
 )
 
@@ -48,7 +51,19 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
         score=score,
         covers=covers(m.date_from, m.date_to),
         importance=m.importance,
+        **support(m.support),
     )
+
+
+def support(found: Support | None) -> dict[str, Any]:
+    """A reflection row's support fields (none when the reader did not count them)."""
+    if found is None:
+        return {}
+    return {
+        "sources_total": found.total,
+        "sources_deleted": found.deleted,
+        "orphaned": True if found.orphaned else None,  # marked only when it is
+    }
 
 
 def checkout(result: Batch | EmptyCheckout) -> schemas.CheckoutResponse:
@@ -91,6 +106,7 @@ def lineage_row(m: Memory, score: float | None = None) -> schemas.LineageRow:
         date=format_ms(m.date_from),
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
         score=None if score is None else round(score, 4),
+        **support(m.support),
     )
 
 
@@ -113,11 +129,31 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
         body.sources = [lineage_row(s, x) for s, x in zip(found.sources, scores, strict=True)]
         body.sources_total = found.sources_total
         body.sources_deleted = found.sources_deleted
+        body.orphaned = Support(found.sources_total, found.sources_deleted).orphaned or None
         body.truncated = truncated
         body.offset = offset
         body.next_offset = offset + page if truncated else None
     if m.tier < 3:
         body.consolidated_into = [lineage_row(p) for p in found.consolidated_into]
+    return body
+
+
+def deleted(outcome: DeleteOutcome, counters: Counters, listed: bool) -> schemas.DeleteIdsResponse:
+    """A delete's answer; ``listed`` (a derived delete or a dry run) adds what went (would
+    go) at each tier and what returned to the pool."""
+    body = schemas.DeleteIdsResponse(
+        requested=outcome.requested,
+        deleted=outcome.deleted,
+        do_deleted=outcome.deleted,
+        not_found=outcome.not_found,
+        legacy_fallback_used=0,
+        failed=[],
+        reflection=reflection(counters),
+    )
+    if listed:
+        body.dry_run = outcome.dry_run
+        body.by_tier = {str(t): list(ids) for t, ids in outcome.by_tier.items()}
+        body.returned_to_pool = {str(t): n for t, n in outcome.returned.items()}
     return body
 
 

@@ -75,3 +75,32 @@ def update_statement(deltas: Deltas, mark: str) -> tuple[str, list[int]]:
     columns = sorted(deltas)
     assignments = ", ".join(f"{c} = {c} + {mark}" for c in columns)
     return f"UPDATE vaults SET {assignments} WHERE id = {mark}", [deltas[c] for c in columns]
+
+
+def after_return(rows: Iterable[tuple[int, int, int | None]]) -> Deltas:
+    """Sources (tier, tokens, importance) back in the unconsolidated pool, since every
+    reflection built from them was deleted with what it was learned from: they rejoin the
+    debt of their tier, which the next consolidation pays again."""
+    deltas: Deltas = {}
+
+    def add(column: str, value: int) -> None:
+        deltas[column] = deltas.get(column, 0) + value
+
+    for tier, tokens, importance in rows:
+        if tier == 1:
+            add("raw_units", 1)
+            add("raw_tokens", tokens)
+        elif tier == 2:
+            add("t2_count", 1)
+            add("t2_tokens", tokens)
+            add("t2_importance", importance or 0)
+    return deltas
+
+
+def merged(*parts: Deltas) -> Deltas:
+    """One set of deltas from several (summed per column)."""
+    total: Deltas = {}
+    for part in parts:
+        for column, value in part.items():
+            total[column] = total.get(column, 0) + value
+    return total

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Tier = Literal[1, 2, 3]
@@ -82,6 +82,21 @@ class Memory:
     session_id: str | None = None
     batch_id: str | None = None
     seq: int = 0  # storage order: consecutive raw memories of a conversation are neighbours
+    # a reflection's support, when the reader asked for it: sources linked and deleted since
+    support: Support | None = None
+
+
+@dataclass(frozen=True)
+class Support:
+    """How much of a reflection's support is gone: ``deleted`` of its ``total`` sources
+    (orphaned when every one is)."""
+
+    total: int
+    deleted: int
+
+    @property
+    def orphaned(self) -> bool:
+        return self.total > 0 and self.deleted >= self.total
 
 
 @dataclass(frozen=True)
@@ -204,6 +219,11 @@ class DeleteOutcome:
     deleted: int
     not_found: int
     tokens: int
+    # what went (a dry run: would go) at each tier, and how many sources of the reflections
+    # removed returned (would return) to the unconsolidated pool, per tier
+    by_tier: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    returned: dict[int, int] = field(default_factory=dict)
+    dry_run: bool = False
 
 
 @dataclass(frozen=True)

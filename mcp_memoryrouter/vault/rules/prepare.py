@@ -9,7 +9,7 @@ from typing import Literal
 
 from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.rules.dates import format_ms
-from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory
+from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory, Support
 
 Density = Literal["low", "default", "high", "xhigh"]
 
@@ -48,7 +48,16 @@ def line(memory: Memory) -> str:
         return f"- [{format_ms(memory.date_from)[:16].replace('T', ' ')}] {role}{memory.content}"
     start, end = format_ms(memory.date_from)[:10], format_ms(memory.date_to)[:10]
     when = start if start == end else f"{start} to {end}"
-    return f"- [{when}] {memory.content}"
+    return f"- [{when}] {memory.content}{_gone(memory.support)}"
+
+
+def _gone(support: Support | None) -> str:
+    """What a reflection line says of its deleted sources (nothing when none are)."""
+    if support is None or not support.deleted:
+        return ""
+    if support.orphaned:
+        return " (every source of this reflection was deleted)"
+    return f" ({support.deleted} of its {support.total} sources were deleted)"
 
 
 def build_context(hits: Sequence[ScoredMemory], budget: Budget) -> tuple[str, int, int]:

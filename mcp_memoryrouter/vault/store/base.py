@@ -280,6 +280,12 @@ class Store(ABC):
         source in ``sources``: how search lifts the rows a relevant reflection was built on."""
         return self._read(lambda tx: reflect.links(tx, vault_id, parents, sources))
 
+    def with_support(self, vault_id: str, rows: Sequence[Memory]) -> tuple[Memory, ...]:
+        """``rows`` with each reflection's support (sources linked, and deleted since)."""
+        if all(m.tier == 1 for m in rows):
+            return tuple(rows)
+        return self._read(lambda tx: reflect.with_support(tx, vault_id, rows))
+
     def lineage(
         self, vault_id: str, memory_id: str, offset: int, limit: int, similar_in: str | None
     ) -> Lineage:
@@ -324,10 +330,37 @@ class Store(ABC):
 
     # --- deletion ----------------------------------------------------------------------
 
-    def delete_ids(self, vault_id: str, ids: Sequence[str]) -> DeleteOutcome:
-        gone = self._write(partial(memories.delete_ids, vault_id=vault_id, ids=ids))
-        self._forget([row[0] for row in gone])
-        return DeleteOutcome(len(ids), len(gone), len(ids) - len(gone), sum(r[3] for r in gone))
+    def delete_ids(
+        self, vault_id: str, ids: Sequence[str], derived: bool = False, dry_run: bool = False
+    ) -> DeleteOutcome:
+        """Delete ``ids`` (with ``derived``, and every reflection built from them); a dry run
+        reads what would go in one snapshot and changes nothing."""
+        if dry_run:
+            plan = self._read(
+                lambda tx: memories.plan_delete(tx, vault_id, ids, derived, lock=False)
+            )
+        else:
+            plan = self._write(
+                partial(memories.delete_ids, vault_id=vault_id, ids=ids, derived=derived)
+            )
+            self._forget([row[0] for row in plan.gone])
+        asked = set(ids)
+        by_tier: dict[int, list[str]] = {}
+        for row in sorted(plan.gone, key=lambda r: r[1]):
+            by_tier.setdefault(int(row[2]), []).append(row[1])
+        returned: dict[int, int] = {}
+        for row in plan.returned:
+            returned[int(row[2])] = returned.get(int(row[2]), 0) + 1
+        found = sum(1 for row in plan.gone if row[1] in asked)
+        return DeleteOutcome(
+            requested=len(ids),
+            deleted=0 if dry_run else len(plan.gone),
+            not_found=len(ids) - found,
+            tokens=0 if dry_run else sum(r[3] for r in plan.gone),
+            by_tier={tier: tuple(found_ids) for tier, found_ids in sorted(by_tier.items())},
+            returned=dict(sorted(returned.items())),
+            dry_run=dry_run,
+        )
 
     def wipe(self, vault_id: str) -> int:
         deleted = self._write(partial(memories.wipe, vault_id=vault_id))

@@ -4,6 +4,7 @@ caller's transaction."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mcp_memoryrouter.vault.rules import counters
 from mcp_memoryrouter.vault.rules.date_words import date_words
@@ -52,23 +53,94 @@ def ingest(
     return ids, stored, tokens
 
 
-def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str]) -> list[Row]:
-    """Delete the vault's rows among ``ids`` from every layer: (seq, id, tier, tokens,
-    importance, consolidated) of each row deleted. A deleted reflection takes its lineage
-    with it; a deleted source's lineage stays, for inspect to count."""
+# (seq, id, tier, tokens, importance, consolidated) of a row a delete takes
+GONE = "SELECT seq, id, tier, tokens, importance, consolidated FROM memories "
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """What one delete takes: the rows that go, and the sources (seq, id, tier, tokens,
+    importance) that return to the unconsolidated pool."""
+
+    gone: list[Row]
+    returned: list[Row]
+
+
+def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: bool) -> Deletion:
+    """The vault's rows among ``ids``; with ``derived`` also every reflection, at every tier
+    above, built from any of them, and the surviving sources of the reflections removed that
+    no live reflection still covers. With ``lock`` (a delete, not a dry run) each level is
+    locked before the reflections above it are read, so a commit racing this delete has
+    either linked its reflection already (and it is found) or waits."""
+    locked = tx.for_update() if lock else ""
     test, params = tx.among(sorted(set(ids)))
-    rows = tx.all(
-        "SELECT seq, id, tier, tokens, importance, consolidated FROM memories "
-        f"WHERE vault_id = ? AND id {test} ORDER BY id{tx.for_update()}",
+    level = tx.all(
+        f"{GONE}WHERE vault_id = ? AND id {test} ORDER BY id{locked}", [vault_id, *params]
+    )
+    gone = {row[1]: row for row in level}
+    while derived and level:
+        test, params = tx.among([row[1] for row in level])
+        parents = tx.all(
+            f"SELECT DISTINCT parent_id FROM lineage WHERE vault_id = ? AND child_id {test}",
+            [vault_id, *params],
+        )
+        new = sorted({p[0] for p in parents} - gone.keys())
+        if not new:
+            break
+        test, params = tx.among(new)
+        level = tx.all(
+            f"{GONE}WHERE vault_id = ? AND id {test} ORDER BY id{locked}", [vault_id, *params]
+        )
+        gone.update((row[1], row) for row in level)
+    removed = [row[1] for row in gone.values() if row[2] > 1]
+    if not derived or not removed:
+        return Deletion(list(gone.values()), [])
+    test, params = tx.among(removed)
+    sources = tx.all(
+        "SELECT DISTINCT m.seq, m.id, m.tier, m.tokens, m.importance FROM lineage l "
+        "JOIN memories m ON m.id = l.child_id "
+        f"WHERE l.vault_id = ? AND m.vault_id = ? AND m.consolidated = 1 AND l.parent_id {test}",
+        [vault_id, vault_id, *params],
+    )
+    survivors = sorted((row for row in sources if row[1] not in gone), key=lambda r: r[1])
+    if not survivors:
+        return Deletion(list(gone.values()), [])
+    test, params = tx.among([row[1] for row in survivors])
+    covering = tx.all(
+        "SELECT l.child_id, l.parent_id FROM lineage l JOIN memories p ON p.id = l.parent_id "
+        f"WHERE l.vault_id = ? AND l.child_id {test}",
         [vault_id, *params],
     )
+    covered = {child for child, parent in covering if parent not in gone}
+    returned = [row for row in survivors if row[1] not in covered]
+    if lock and returned:
+        test, params = tx.among([row[1] for row in returned])
+        tx.all(f"SELECT id FROM memories WHERE id {test}{locked}", params)
+    return Deletion(list(gone.values()), returned)
+
+
+def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool = False) -> Deletion:
+    """Delete the vault's rows among ``ids`` (and with ``derived`` what was built from them,
+    see :func:`plan_delete`) from every layer, in this transaction. A deleted reflection
+    takes its lineage with it; a deleted source's lineage stays, for inspect to count. The
+    sources returned to the pool are unconsolidated again and rejoin the debt."""
+    plan = plan_delete(tx, vault_id, ids, derived, lock=True)
+    rows = plan.gone
     if rows:
         seq_test, seqs = tx.among([r[0] for r in rows])
         tx.run(f"DELETE FROM memories WHERE seq {seq_test}", seqs)
         parent_test, parents = tx.among([r[1] for r in rows])
         tx.run(f"DELETE FROM lineage WHERE parent_id {parent_test}", parents)
-        reflect.apply_counters(tx, vault_id, counters.after_delete(r[2:6] for r in rows))
-    return rows
+    if plan.returned:
+        seq_test, seqs = tx.among([r[0] for r in plan.returned])
+        tx.run(f"UPDATE memories SET consolidated = 0 WHERE seq {seq_test}", seqs)
+    if rows or plan.returned:
+        deltas = counters.merged(
+            counters.after_delete(r[2:6] for r in rows),
+            counters.after_return(r[2:5] for r in plan.returned),
+        )
+        reflect.apply_counters(tx, vault_id, deltas)
+    return plan
 
 
 def wipe(tx: Tx, vault_id: str) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
 
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
 from mcp_memoryrouter.tokens import est_tokens
@@ -27,6 +28,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Lineage,
     Memory,
     SourceTier,
+    Support,
     Tier,
     new_memory_id,
     reflection_tier,
@@ -312,6 +314,29 @@ def source_counts(tx: Tx, vault_id: str, memory_id: str) -> tuple[int, int]:
     return total, total - present
 
 
+def support(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Support]:
+    """How much of each reflection's support among ``ids`` is gone: (sources linked,
+    sources deleted since), one query for a whole page."""
+    if not ids:
+        return {}
+    test, params = tx.among(sorted(set(ids)))
+    rows = tx.all(
+        "SELECT l.parent_id, count(*), count(m.id) FROM lineage l "
+        "LEFT JOIN memories m ON m.id = l.child_id AND m.vault_id = ? "
+        f"WHERE l.vault_id = ? AND l.parent_id {test} GROUP BY l.parent_id",
+        [vault_id, vault_id, *params],
+    )
+    return {row[0]: Support(int(row[1]), int(row[1]) - int(row[2])) for row in rows}
+
+
+def with_support(tx: Tx, vault_id: str, rows: Sequence[Memory]) -> tuple[Memory, ...]:
+    """``rows`` with each reflection's :class:`Support` (raw rows unchanged)."""
+    found = support(tx, vault_id, [m.id for m in rows if m.tier > 1])
+    return tuple(
+        replace(m, support=found.get(m.id, Support(0, 0))) if m.tier > 1 else m for m in rows
+    )
+
+
 def sources_by_date(
     tx: Tx, vault_id: str, memory_id: str, offset: int, limit: int
 ) -> tuple[Memory, ...]:
@@ -355,4 +380,5 @@ def read_lineage(
         else:
             sources = sources_by_date(tx, vault_id, memory_id, offset, limit)
     parents = built_from(tx, vault_id, memory_id) if memory.tier < 3 else ()
+    sources, parents = with_support(tx, vault_id, sources), with_support(tx, vault_id, parents)
     return Lineage(memory, sources, total, deleted, parents, scores)
