@@ -4,12 +4,16 @@ The model sees the batch's memories (texts and dates) and the contract's instruc
 nothing else. A malformed answer gets exactly one retry with the validation error appended;
 a second bad answer, a failing model or a refused commit leaves the batch uncommitted, so
 its lease runs out and the memories return to the pool. Nothing is ever half-committed.
+
+The transaction is two steps, :func:`open_batch` (a question for the model) and
+:func:`answer_batch` (its answer checked and committed), so that whoever holds the model can
+drive them: this process calling a model itself (:func:`consolidate_batch`), or the host's
+model answering across MCP requests (``mcp/tools/reflect.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
@@ -50,48 +54,92 @@ class NothingFree:
     message: str
 
 
-async def consolidate_batch(
-    client: VaultClient, model: Model, tier: SourceTier, *, max_tokens: int | None = None
-) -> BatchResult | NothingFree:
+@dataclass(frozen=True)
+class Pending:
+    """A checked-out batch waiting for the model's answer to ``prompt``. It holds what the
+    answer is checked against and the first input (for the one retry), never a source id:
+    whoever keeps it between two answers (the MCP tool seals it into the request state)
+    needs nothing else."""
+
+    tier: SourceTier
+    batch_id: str
+    memories: int
+    min_entries: int
+    max_entries: int
+    first_input: str
+    retried: bool = False
+
+
+@dataclass(frozen=True)
+class Ask:
+    """The batch needs the model: answer ``prompt``, then call :func:`answer_batch`."""
+
+    pending: Pending
+    prompt: str
+
+
+async def open_batch(
+    client: VaultClient, tier: SourceTier, *, max_tokens: int | None = None
+) -> Ask | BatchResult | NothingFree:
+    """Check out a batch: the question for the model, or why there is none."""
     batch = await client.checkout(schemas.CheckoutRequest(tier=tier, max_tokens=max_tokens))
     if batch.batch_id is None:
         return NothingFree(tier, batch.message or "nothing unconsolidated")
     memories = batch.memories or []
-    if batch.reflection_contract is None:
+    contract = batch.reflection_contract
+    if contract is None:
         return BatchResult(tier, batch.batch_id, len(memories), failure="no reflection_contract")
-    try:
-        entries = await write_entries(model, batch.reflection_contract, memories)
-    except (ModelFailure, InvalidAnswer) as exc:
-        return BatchResult(tier, batch.batch_id, len(memories), failure=_named(exc))
-    request = schemas.CommitRequest(
-        batch_id=batch.batch_id,
-        entries=entries,
-    )
-    try:
-        done = await client.commit(request)
-    except (InvalidRequest, LeaseExpired, NotFound) as exc:
-        return BatchResult(tier, batch.batch_id, len(memories), failure=_named(exc))
-    return BatchResult(
-        tier, batch.batch_id, len(memories), len(done.created), reflection=done.reflection
-    )
-
-
-async def write_entries(
-    model: Model,
-    contract: schemas.ReflectionContract,
-    memories: Sequence[schemas.CheckoutMemory],
-) -> list[schemas.EntryIn]:
-    """The model's entries for ``memories``, after at most one retry."""
-    rules = EntryRules.of(contract)
     first = model_input(contract, memories)
+    pending = Pending(
+        tier, batch.batch_id, len(memories), contract.min_entries, contract.max_entries, first
+    )
+    return Ask(pending, first)
+
+
+async def answer_batch(client: VaultClient, pending: Pending, answer: str) -> Ask | BatchResult:
+    """Check the model's answer against the contract and commit it: a malformed first answer
+    is asked again once with the validation error appended; a second, or a refused commit,
+    leaves the batch uncommitted, so its lease runs out. Nothing is committed half-checked."""
     try:
-        return parse_answer(await model(first), rules)
+        entries = parse_answer(answer, EntryRules(pending.min_entries, pending.max_entries))
     except InvalidAnswer as exc:
-        answer = await model(retry_input(first, exc.message))
+        if not pending.retried:
+            again = replace(pending, retried=True)
+            return Ask(again, retry_input(pending.first_input, exc.message))
+        failed = InvalidAnswer(f"{exc.message} (after one retry)")
+        return model_failed(pending, failed)
     try:
-        return parse_answer(answer, rules)
-    except InvalidAnswer as exc:
-        raise InvalidAnswer(f"{exc.message} (after one retry)") from exc
+        done = await client.commit(
+            schemas.CommitRequest(batch_id=pending.batch_id, entries=entries)
+        )
+    except (InvalidRequest, LeaseExpired, NotFound) as exc:
+        return model_failed(pending, exc)
+    return BatchResult(
+        pending.tier,
+        pending.batch_id,
+        pending.memories,
+        len(done.created),
+        reflection=done.reflection,
+    )
+
+
+def model_failed(pending: Pending, exc: Exception) -> BatchResult:
+    """The batch left to expire, and why."""
+    return BatchResult(pending.tier, pending.batch_id, pending.memories, failure=_named(exc))
+
+
+async def consolidate_batch(
+    client: VaultClient, model: Model, tier: SourceTier, *, max_tokens: int | None = None
+) -> BatchResult | NothingFree:
+    """One batch with a model this process calls itself."""
+    step = await open_batch(client, tier, max_tokens=max_tokens)
+    while isinstance(step, Ask):
+        try:
+            answer = await model(step.prompt)
+        except ModelFailure as exc:
+            return model_failed(step.pending, exc)
+        step = await answer_batch(client, step.pending, answer)
+    return step
 
 
 def _named(exc: Exception) -> str:

@@ -3,6 +3,9 @@
 - :func:`run_triggered` is what connectors run when a response carries the server's debt
   decision: at most three batches, the tier the suggestion names, a fresh debt check
   (``GET /v1/memory/stats``) between batches, and a stop as soon as the suggestion is null.
+  It is written as steps (:func:`start_triggered`, then :func:`answer_triggered` with each
+  answer of the model) so that the MCP tool ``reflect_memories`` runs the same run with the
+  host's model, across requests.
 - :func:`backfill` is the historical backfill behind ``mcp-memoryrouter reflect``: the same
   transaction repeated until the debt clears or, with ``until_empty``, until checkout
   answers ``batch_id: null``. It keeps no state of its own: the server holds every lease and
@@ -12,12 +15,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.reflect.batch import BatchResult, NothingFree, consolidate_batch
+from mcp_memoryrouter.errors import ModelFailure
+from mcp_memoryrouter.reflect.batch import (
+    Ask,
+    BatchResult,
+    NothingFree,
+    Pending,
+    answer_batch,
+    consolidate_batch,
+    model_failed,
+    open_batch,
+)
 from mcp_memoryrouter.reflect.models import Model
 from mcp_memoryrouter.reflect.trigger import SourceTier, next_tier, tiers_named
 
@@ -45,6 +58,87 @@ class RunReport:
         return tuple(b for b in self.batches if not b.committed)
 
 
+@dataclass(frozen=True)
+class Triggered:
+    """A triggered run between two answers of the model: the batches done so far, the debt
+    it last saw, and the batch waiting for an answer."""
+
+    batches: tuple[BatchResult, ...]
+    debt: schemas.Reflection
+    pending: Pending | None = None
+    max_batches: int = MAX_BATCHES_PER_TRIGGER
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The run needs the model: answer ``prompt``, then call :func:`answer_triggered`."""
+
+    run: Triggered
+    prompt: str
+
+
+Step = Waiting | RunReport
+OnBatch = Callable[[BatchResult], None] | None
+
+
+async def start_triggered(
+    client: VaultClient,
+    reflection: schemas.Reflection,
+    *,
+    max_batches: int = MAX_BATCHES_PER_TRIGGER,
+    max_tokens: int | None = None,
+) -> Step:
+    """Begin a run on the server's debt decision ``reflection``."""
+    run = Triggered((), reflection, max_batches=max_batches, max_tokens=max_tokens)
+    return await _next_batch(client, run, None)
+
+
+async def answer_triggered(
+    client: VaultClient, run: Triggered, answer: str | ModelFailure, on_batch: OnBatch = None
+) -> Step:
+    """Go on with the model's answer to the pending batch (or the failure that came
+    instead of one)."""
+    assert run.pending is not None, "answer_triggered needs a run waiting for an answer"
+    if isinstance(answer, ModelFailure):
+        return await _after_batch(client, run, model_failed(run.pending, answer), on_batch)
+    step = await answer_batch(client, run.pending, answer)
+    if isinstance(step, Ask):
+        return Waiting(replace(run, pending=step.pending), step.prompt)
+    return await _after_batch(client, run, step, on_batch)
+
+
+async def _next_batch(client: VaultClient, run: Triggered, on_batch: OnBatch) -> Step:
+    debt = run.debt
+    if debt.suggestion is None:
+        return RunReport(run.batches, "debt_cleared", debt)
+    tier = next_tier(debt.suggestion)
+    if tier is None:
+        return RunReport(run.batches, "no_tier_named", debt)
+    step = await open_batch(client, tier, max_tokens=run.max_tokens)
+    if isinstance(step, NothingFree):
+        return RunReport(run.batches, "nothing_free", debt, step.message)
+    if isinstance(step, Ask):
+        return Waiting(replace(run, pending=step.pending), step.prompt)
+    return await _after_batch(client, run, step, on_batch)
+
+
+async def _after_batch(
+    client: VaultClient, run: Triggered, result: BatchResult, on_batch: OnBatch
+) -> Step:
+    batches = (*run.batches, result)
+    if on_batch is not None:
+        on_batch(result)
+    if not result.committed:
+        return RunReport(batches, "batch_failed", run.debt)
+    if len(batches) >= run.max_batches:
+        return RunReport(batches, "batch_limit", result.reflection)
+    debt = (await client.stats()).reflection
+    return await _next_batch(
+        client, Triggered(batches, debt, None, run.max_batches, run.max_tokens), on_batch
+    )
+
+
 async def run_triggered(
     client: VaultClient,
     model: Model,
@@ -52,28 +146,19 @@ async def run_triggered(
     *,
     max_batches: int = MAX_BATCHES_PER_TRIGGER,
     max_tokens: int | None = None,
-    on_batch: Callable[[BatchResult], None] | None = None,
+    on_batch: OnBatch = None,
 ) -> RunReport:
-    """Consolidate while the server's suggestion asks for it, at most ``max_batches`` times."""
-    batches: list[BatchResult] = []
-    debt = reflection
-    while True:
-        if debt.suggestion is None:
-            return RunReport(tuple(batches), "debt_cleared", debt)
-        tier = next_tier(debt.suggestion)
-        if tier is None:
-            return RunReport(tuple(batches), "no_tier_named", debt)
-        result = await consolidate_batch(client, model, tier, max_tokens=max_tokens)
-        if isinstance(result, NothingFree):
-            return RunReport(tuple(batches), "nothing_free", debt, result.message)
-        batches.append(result)
-        if on_batch is not None:
-            on_batch(result)
-        if not result.committed:
-            return RunReport(tuple(batches), "batch_failed", debt)
-        if len(batches) >= max_batches:
-            return RunReport(tuple(batches), "batch_limit", result.reflection)
-        debt = (await client.stats()).reflection
+    """Consolidate while the server's suggestion asks for it, at most ``max_batches`` times,
+    with a model this process calls itself."""
+    run = Triggered((), reflection, max_batches=max_batches, max_tokens=max_tokens)
+    step = await _next_batch(client, run, on_batch)
+    while isinstance(step, Waiting):
+        try:
+            answer: str | ModelFailure = await model(step.prompt)
+        except ModelFailure as exc:
+            answer = exc
+        step = await answer_triggered(client, step.run, answer, on_batch)
+    return step
 
 
 async def backfill(
