@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -38,6 +39,7 @@ from mcp_memoryrouter.auth.external import (
     RemoteKeys,
     load_bindings,
 )
+from mcp_memoryrouter.auth.keyfiles import read_or_create
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
 from mcp_memoryrouter.auth.provider import Lifetimes
@@ -54,6 +56,8 @@ from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.vault.app import build_service, create_vault_app, in_process
 from mcp_memoryrouter.vault.service import VaultService
+
+REQUEST_STATE_KEY_FILE = "mcp-request-state.key"
 
 INTERNAL_URL = "http://vault.internal"
 # A tool call rides out a 429 that asks for at most this many seconds; a longer wait is a
@@ -219,7 +223,8 @@ def _serve(
     client = vault_client(settings, vault_app)
     policy = load_policy()
     default_key = local_key(settings, service) if settings.auth == "none" else None
-    mcp = build_server(Binder(client, policy, Budget(settings.mcp_result_tokens), default_key))
+    binder = Binder(client, policy, Budget(settings.mcp_result_tokens), default_key)
+    mcp = build_server(binder, request_state_key(settings))
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
@@ -303,4 +308,16 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
     _, vault_app = serve_vault(settings)
     client = vault_client(settings, vault_app)
     budget = Budget(settings.mcp_result_tokens)
-    return build_server(Binder(client, load_policy(), budget, settings.key)), client
+    binder = Binder(client, load_policy(), budget, settings.key)
+    return build_server(binder, request_state_key(settings)), client
+
+
+def request_state_key(settings: Settings) -> bytes:
+    """The key sealing what a multi-round MCP call keeps between rounds, in the data
+    directory (0600): a restart keeps calls in flight going, and replicas that share the
+    file can carry each other's rounds."""
+    return read_or_create(settings.data_dir / REQUEST_STATE_KEY_FILE, _new_secret).strip()
+
+
+def _new_secret() -> bytes:
+    return secrets.token_urlsafe(32).encode()

@@ -37,6 +37,8 @@ LEASE_SECONDS = 900  # a checkout's lease
 ENTRIES_MIN, ENTRIES_MAX = 1, 100  # entries a commit holds
 ENTRIES_RECOMMENDED = "5-10"
 ENTRY_CHARS_MIN, ENTRY_CHARS_MAX = 1, 8_000  # an entry's text, after trimming
+SAMPLED_BATCH_TOKENS = 12_000  # a batch reflect_memories asks the host's model to reflect on
+SAMPLED_ANSWER_TOKENS = 8_192  # and what it lets that model write for one batch
 
 # --- reflection debt --------------------------------------------------------------------
 DEBT_THRESHOLD_TOKENS = 50_000  # raw tokens worth...

@@ -46,8 +46,9 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     # the client side: the vault only over HTTP
     "client": (["client"], ["foundation", "schemas"]),
     "auth": (["auth"], ["foundation", "schemas", "client"]),
-    "mcp": (["mcp"], ["foundation", "schemas", "client", "auth"]),
     "reflect": (["reflect"], ["foundation", "schemas", "client"]),
+    # reflect_memories runs the consolidation loop's own steps with the host's model
+    "mcp": (["mcp"], ["foundation", "schemas", "client", "auth", "reflect"]),
     "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect"]),
     # composition roots
     "startup": (["startup"], ["foundation"]),

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.request_state import RequestStateSecurity
 from mcp.types import ToolAnnotations
 
 from mcp_memoryrouter.auth.scopes import PolicyError
@@ -68,9 +69,12 @@ def build_server(
     binder: Binder,
     tools: Iterable[ToolSpec],
     resources: Iterable[ResourceSpec],
+    request_state_key: bytes | None = None,
 ) -> MCPServer:
     """The server with every tool and resource; stops with PolicyError when scopes.yaml and
-    the catalog disagree."""
+    the catalog disagree. ``request_state_key`` seals what a multi-round tool call keeps
+    between rounds (the SDK's ``RequestStateSecurity``): any process holding it can carry the
+    next round (None: a key of this process only)."""
     specs, readers = list(tools), list(resources)
     binder.policy.check_covers([s.fn.__name__ for s in specs], [r.uri for r in readers])
     built = [_tool(spec, binder) for spec in specs]
@@ -86,6 +90,9 @@ def build_server(
         tools=built,
         log_level="WARNING",
         lifespan=lifespan,
+        request_state_security=None
+        if request_state_key is None
+        else RequestStateSecurity(keys=[request_state_key]),
     )
     for spec in readers:
         server.resource(

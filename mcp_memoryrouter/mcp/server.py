@@ -14,9 +14,16 @@ SERVER_NAME = "memoryrouter"
 TOOLS = (*read.TOOLS, *lineage.TOOLS, *connector.TOOLS, *write.TOOLS, *reflect.TOOLS, *delete.TOOLS)
 
 
-def build_server(binder: Binder) -> MCPServer:
+def build_server(binder: Binder, request_state_key: bytes | None = None) -> MCPServer:
     """The server with every tool and resource, each call bound (and its scope checked)
-    through ``binder``; stops with PolicyError when scopes.yaml and the catalog disagree."""
+    through ``binder``; stops with PolicyError when scopes.yaml and the catalog disagree.
+    ``request_state_key`` seals what ``reflect_memories`` keeps between two rounds."""
     return catalog.build_server(
-        SERVER_NAME, __version__, INSTRUCTIONS, binder, TOOLS, resources.RESOURCES
+        SERVER_NAME,
+        __version__,
+        INSTRUCTIONS,
+        binder,
+        TOOLS,
+        resources.RESOURCES,
+        request_state_key,
     )

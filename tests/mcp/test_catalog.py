@@ -24,6 +24,7 @@ ANNOTATIONS = {
     "store_memory": (False, False, False),
     "consolidate_memories": (False, False, False),  # each call leases a new batch
     "commit_reflections": (False, False, True),  # a replay writes nothing twice
+    "reflect_memories": (False, False, False),
     "delete_memories": (False, True, True),
     "forget_all_memories": (False, True, True),
 }
@@ -47,7 +48,7 @@ async def test_tools_list_fits_4000_tokens_and_what_the_model_reads_2000(
         [{k: t[k] for k in ("name", "description", "inputSchema")} for t in tools],
         separators=(",", ":"),
     )
-    assert len(tools) == 11
+    assert len(tools) == 12
     assert est_tokens(whole) <= 4_000, est_tokens(whole)
     assert est_tokens(core) <= 2_000, est_tokens(core)
 

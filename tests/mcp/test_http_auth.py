@@ -50,7 +50,7 @@ def test_a_read_only_key_gets_403_insufficient_scope_before_dispatch(embedded: M
     embedded_key = embedded.new_key(read_only=True)
     listed = post(embedded, rpc("tools/list"), key=embedded_key)
     assert listed.status_code == 200
-    assert len(listed.json()["result"]["tools"]) == 11  # the catalog is the same for every token
+    assert len(listed.json()["result"]["tools"]) == 12  # the catalog is the same for every token
     for tool, scope in [
         ("delete_memories", "memories:delete"),
         ("store_memory", "memories:write"),

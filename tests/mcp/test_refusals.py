@@ -61,7 +61,7 @@ def test_a_key_is_refused_before_dispatch_exactly_where_rest_answers_403(
 def test_a_read_only_key_in_write_mode_may_still_list_the_tools(embedded: McpServer) -> None:
     key = embedded.new_key(read_only=True) + ":write"
     listed = post(embedded, rpc("tools/list"), key=key)
-    assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 11
+    assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 12
 
 
 @asynccontextmanager

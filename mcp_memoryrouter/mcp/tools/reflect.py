@@ -8,17 +8,44 @@ committed for it cover all of it.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp.types import CallToolResult
-from pydantic import BaseModel, Field
+from mcp_types import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ClientCapabilities,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    InputRequiredResult,
+    MissingRequiredClientCapabilityErrorData,
+    SamplingCapability,
+    SamplingMessage,
+    TextContent,
+)
+from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from mcp_memoryrouter import limits, schemas
-from mcp_memoryrouter.mcp.binding import Vault
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.errors import ModelFailure
+from mcp_memoryrouter.mcp.binding import Vault, bind_call
 from mcp_memoryrouter.mcp.budget import SETTING, Budget, shaped
 from mcp_memoryrouter.mcp.catalog import WRITES, WRITES_IDEMPOTENT, ToolSpec
 from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.reflect.loop import (
+    MAX_BATCHES_PER_TRIGGER,
+    RunReport,
+    Waiting,
+    answer_triggered,
+    run_triggered,
+    start_triggered,
+)
+from mcp_memoryrouter.reflect.models import Model
 from mcp_memoryrouter.tokens import est_tokens
 
 CONTRACT_TOKENS = 1_100  # the contract, sent twice, until a checkout has measured it
@@ -125,6 +152,153 @@ async def commit_reflections(
     )
 
 
+class ReflectOutput(BaseModel):
+    batches: int  # batches checked out
+    reflections_created: int
+    memories_consolidated: int
+    stopped: str  # why the run ended: debt_cleared, batch_limit, nothing_free, batch_failed
+    failures: list[str] = Field(default_factory=list)  # why a batch was left to expire
+    reflection: schemas.Reflection | None = None  # the debt after the run
+    consolidation_suggestion: str | None = None
+
+
+SAMPLE_KEY = "reflection"  # the one input request a round of reflect_memories asks
+_WAITING = TypeAdapter(Waiting)
+_NO_SAMPLING = (
+    "reflect_memories needs a client that lets the server ask its model (MCP sampling), and "
+    "this client did not declare it; consolidate with consolidate_memories, write the entries "
+    "yourself, then commit_reflections."
+)
+_NO_CHANNEL = (
+    "reflect_memories cannot ask your client's model on this connection: before protocol "
+    "2026-07-28 a server asks the client over the connection's session, and this HTTP "
+    "server keeps no sessions (any replica answers any request). Connect with protocol "
+    "2026-07-28 or over stdio, or consolidate with consolidate_memories, write the entries "
+    "yourself, then commit_reflections."
+)
+
+
+async def reflect_memories(
+    ctx: Context[Any, Any],
+) -> Annotated[CallToolResult, ReflectOutput] | InputRequiredResult:
+    if not _asks_in_results(ctx) and not ctx.session.can_send_request:
+        raise ToolError(_NO_CHANNEL)  # nor does it know the capabilities: no session holds them
+    if not _can_sample(ctx):
+        if _asks_in_results(ctx):
+            required = ClientCapabilities(sampling=SamplingCapability())
+            raise MCPError(
+                code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=_NO_SAMPLING,
+                data=MissingRequiredClientCapabilityErrorData(
+                    required_capabilities=required
+                ).model_dump(by_alias=True, mode="json", exclude_none=True),
+            )
+        raise ToolError(_NO_SAMPLING)
+    vault = await bind_call(ctx)
+    async with backend_errors():
+        if _asks_in_results(ctx):
+            return await _round(ctx, vault.client)
+        reflection = (await vault.client.stats()).reflection
+        report = await run_triggered(
+            vault.client, _client_model(ctx), reflection, max_tokens=limits.SAMPLED_BATCH_TOKENS
+        )
+    return _reported(report)
+
+
+def _can_sample(ctx: Context[Any, Any]) -> bool:
+    capabilities = ctx.client_capabilities
+    return capabilities is not None and capabilities.sampling is not None
+
+
+def _asks_in_results(ctx: Context[Any, Any]) -> bool:
+    """Protocol 2026-07-28 and later: the server asks by answering InputRequiredResult, and
+    the client retries the call with the answer (no server-to-client request)."""
+    version = ctx.protocol_version
+    return version is not None and is_version_at_least(version, "2026-07-28")
+
+
+async def _round(
+    ctx: Context[Any, Any], client: VaultClient
+) -> CallToolResult | InputRequiredResult:
+    """One round of the run: start it, or go on with the model's answer. Between rounds the
+    run waits in the request state, which the SDK seals (encrypted and authenticated, bound
+    to the caller, expiring) before the client sees it: the batch id in it never reaches the
+    model, and a tampered state is refused."""
+    if ctx.request_state is None:
+        reflection = (await client.stats()).reflection
+        step = await start_triggered(client, reflection, max_tokens=limits.SAMPLED_BATCH_TOKENS)
+    else:
+        waiting = _WAITING.validate_json(ctx.request_state)
+        response = (ctx.input_responses or {}).get(SAMPLE_KEY)
+        if response is None:  # retried without the answer: ask the same question again
+            return _ask(waiting)
+        step = await answer_triggered(client, waiting.run, _answer_text(response))
+    if isinstance(step, Waiting):
+        return _ask(step)
+    return _reported(step)
+
+
+def _ask(waiting: Waiting) -> InputRequiredResult:
+    return InputRequiredResult(
+        input_requests={SAMPLE_KEY: CreateMessageRequest(params=_sampling(waiting.prompt))},
+        request_state=_WAITING.dump_json(waiting).decode(),
+    )
+
+
+def _sampling(prompt: str) -> CreateMessageRequestParams:
+    """What the host's model is asked: the contract's instructions verbatim, then the
+    batch's dated texts (``reflect/prompt.py``); no id of any kind."""
+    return CreateMessageRequestParams(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+        max_tokens=limits.SAMPLED_ANSWER_TOKENS,
+        include_context="none",
+    )
+
+
+def _answer_text(response: object) -> str | ModelFailure:
+    """The model's answer, untrusted: the entries are checked against the contract before
+    anything is committed."""
+    if isinstance(response, CreateMessageResult) and isinstance(response.content, TextContent):
+        return response.content.text
+    return ModelFailure("the client answered the sampling request without text")
+
+
+def _client_model(ctx: Context[Any, Any]) -> Model:
+    """The host's model over the connection's back channel (protocol 2025-11-25 and before:
+    stdio, or a session that can carry a server-to-client request)."""
+
+    async def model(prompt: str) -> str:
+        try:
+            result = await ctx.session.send_request(
+                CreateMessageRequest(params=_sampling(prompt)),
+                CreateMessageResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+            )
+        except (MCPError, ValidationError) as exc:
+            raise ModelFailure(f"the client's model did not answer: {exc}") from exc
+        answer = _answer_text(result)
+        if isinstance(answer, ModelFailure):
+            raise answer
+        return answer
+
+    return model
+
+
+def _reported(report: RunReport) -> CallToolResult:
+    reflection = report.reflection
+    return shaped(
+        ReflectOutput(
+            batches=len(report.batches),
+            reflections_created=sum(b.reflections for b in report.batches),
+            memories_consolidated=sum(b.memories for b in report.batches if b.committed),
+            stopped=report.stopped,
+            failures=[b.failure for b in report.batches if b.failure is not None],
+            reflection=reflection,
+            consolidation_suggestion=None if reflection is None else reflection.suggestion,
+        )
+    )
+
+
 TOOLS = (
     ToolSpec(
         consolidate_memories,
@@ -144,5 +318,17 @@ TOOLS = (
         f"{limits.IMPORTANCE_MAX} (never ids or numbers in the text). Committing a batch "
         "again writes nothing twice. An expired lease is refused: check out again.",
         WRITES_IDEMPOTENT,
+    ),
+    ToolSpec(
+        reflect_memories,
+        "Consolidate memories with your model",
+        "When a result's consolidation_suggestion is set (or the user asks to tidy memory), "
+        "consolidate in one call: the server checks out up to "
+        f"{MAX_BATCHES_PER_TRIGGER} batches and asks your client's model to write each "
+        "batch's reflections (MCP sampling; the model sees texts, dates and the reflection "
+        "contract, never an id), checks and commits them, and answers counts and the "
+        "remaining debt. Needs a client that supports sampling; without it, use "
+        "consolidate_memories and commit_reflections.",
+        WRITES,
     ),
 )
