@@ -221,7 +221,7 @@ async def test_over_stdio_both_protocols_ask_the_host_model(tmp_path: Path, mode
         },
     )
     model = PlayedModel()
-    async with Client(params, mode=mode, sampling_callback=model) as client:  # type: ignore[arg-type]
+    async with Client(params, mode=mode, sampling_callback=model) as client:
         for i in range(6):
             text = f"Entry {i}: " + "the garden plan for the spring beds " * 1_400
             stored = await client.call_tool(
