@@ -24,6 +24,7 @@ EXPECTED_TOOLS = {
     "store_memory",
     "consolidate_memories",
     "commit_reflections",
+    "reflect_memories",
     "delete_memories",
     "forget_all_memories",
 }
@@ -45,7 +46,7 @@ def everything(result: CallToolResult) -> str:
     return json.dumps(result.model_dump(mode="json", by_alias=True))
 
 
-async def test_the_catalog_lists_eleven_tools_with_schemas_and_annotations(
+async def test_the_catalog_lists_twelve_tools_with_schemas_and_annotations(
     mcp_server: McpServer, mode: Mode
 ) -> None:
     async with mcp_server.client(mode=mode) as client:

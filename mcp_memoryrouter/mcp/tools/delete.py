@@ -38,13 +38,11 @@ async def delete_memories(
     derived: Annotated[
         bool,
         Field(
-            description="Also delete every reflection built from these memories, so no "
-            "summary repeats them; the reflections' other sources are consolidated again."
+            description="Also delete every reflection built from these; their other sources "
+            "are consolidated again."
         ),
     ] = False,
-    dry_run: Annotated[
-        bool, Field(description="Only list what would be deleted; change nothing.")
-    ] = False,
+    dry_run: Annotated[bool, Field(description="List what would go; change nothing.")] = False,
 ) -> Annotated[CallToolResult, DeleteOutput]:
     async with backend_errors():
         done = await vault.client.delete_ids(
@@ -80,11 +78,10 @@ TOOLS = (
     ToolSpec(
         delete_memories,
         "Delete memories",
-        "Permanently delete memories by id (from search or inspect results), any tier, up "
-        f"to {limits.MAX_DELETE_IDS} per call. By default reflections built from a deleted "
-        "memory stay; when the user wants something forgotten entirely (no summary may "
-        "repeat it), set derived: every reflection built from it goes too. Run with "
-        "dry_run first to show the user what would go, and confirm: it cannot be undone.",
+        "Permanently delete memories by id (from search or inspect), any tier, up to "
+        f"{limits.MAX_DELETE_IDS} per call. Reflections built from them stay unless derived "
+        "is set (the user wants it forgotten entirely). Run dry_run first, show the user "
+        "what would go, and confirm: it cannot be undone.",
         DESTRUCTIVE,
     ),
     ToolSpec(

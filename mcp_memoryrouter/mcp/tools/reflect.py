@@ -322,13 +322,11 @@ TOOLS = (
     ToolSpec(
         reflect_memories,
         "Consolidate memories with your model",
-        "When a result's consolidation_suggestion is set (or the user asks to tidy memory), "
-        "consolidate in one call: the server checks out up to "
-        f"{MAX_BATCHES_PER_TRIGGER} batches and asks your client's model to write each "
-        "batch's reflections (MCP sampling; the model sees texts, dates and the reflection "
-        "contract, never an id), checks and commits them, and answers counts and the "
-        "remaining debt. Needs a client that supports sampling; without it, use "
-        "consolidate_memories and commit_reflections.",
+        "Consolidate in one call with your own model (MCP sampling) when "
+        "consolidation_suggestion is set or the user asks: up to "
+        f"{MAX_BATCHES_PER_TRIGGER} batches, each written by your model from texts, dates "
+        "and the contract (never ids), checked and committed. Answers counts and the debt "
+        "left. Without sampling, use consolidate_memories.",
         WRITES,
     ),
 )
