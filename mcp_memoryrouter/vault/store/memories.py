@@ -80,10 +80,9 @@ def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: 
     gone = {row[1]: row for row in level}
     while derived and level:
         test, params = tx.among([row[1] for row in level])
-        parents = tx.all(
-            f"SELECT DISTINCT parent_id FROM lineage WHERE vault_id = ? AND child_id {test}",
-            [vault_id, *params],
-        )
+        # the rows are this vault's, so are the lineage rows naming them (ids are unique
+        # across vaults): looked up by child, never by the vault's whole lineage
+        parents = tx.all(f"SELECT DISTINCT parent_id FROM lineage WHERE child_id {test}", params)
         new = sorted({p[0] for p in parents} - gone.keys())
         if not new:
             break
@@ -98,9 +97,9 @@ def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: 
     test, params = tx.among(removed)
     sources = tx.all(
         "SELECT DISTINCT m.seq, m.id, m.tier, m.tokens, m.importance FROM lineage l "
-        "JOIN memories m ON m.id = l.child_id "
-        f"WHERE l.vault_id = ? AND m.vault_id = ? AND m.consolidated = 1 AND l.parent_id {test}",
-        [vault_id, vault_id, *params],
+        f"{tx.join_in_order} memories m ON m.id = l.child_id "
+        f"WHERE m.vault_id = ? AND m.consolidated = 1 AND l.parent_id {test}",
+        [vault_id, *params],
     )
     survivors = sorted((row for row in sources if row[1] not in gone), key=lambda r: r[1])
     if not survivors:
@@ -108,8 +107,8 @@ def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: 
     test, params = tx.among([row[1] for row in survivors])
     covering = tx.all(
         "SELECT l.child_id, l.parent_id FROM lineage l JOIN memories p ON p.id = l.parent_id "
-        f"WHERE l.vault_id = ? AND l.child_id {test}",
-        [vault_id, *params],
+        f"WHERE l.child_id {test}",
+        params,
     )
     covered = {child for child, parent in covering if parent not in gone}
     returned = [row for row in survivors if row[1] not in covered]

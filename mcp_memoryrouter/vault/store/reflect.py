@@ -319,12 +319,14 @@ def support(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Support]:
     sources deleted since), one query for a whole page."""
     if not ids:
         return {}
+    # A reflection's lineage rows name its own vault's memories (ids are unique across
+    # vaults), so the join needs only the memories' id index: no row of theirs is read.
     test, params = tx.among(sorted(set(ids)))
     rows = tx.all(
         "SELECT l.parent_id, count(*), count(m.id) FROM lineage l "
-        "LEFT JOIN memories m ON m.id = l.child_id AND m.vault_id = ? "
+        "LEFT JOIN memories m ON m.id = l.child_id "
         f"WHERE l.vault_id = ? AND l.parent_id {test} GROUP BY l.parent_id",
-        [vault_id, vault_id, *params],
+        [vault_id, *params],
     )
     return {row[0]: Support(int(row[1]), int(row[1]) - int(row[2])) for row in rows}
 
