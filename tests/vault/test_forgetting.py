@@ -5,10 +5,13 @@ consolidation loop."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import StoreFactory, Vault, live_server, make_vault
 from tests.vault.test_consolidation_api import checkout, commit
 from tests.vault.test_debt import current, recount
@@ -46,6 +49,22 @@ def three_tiers(vault: Vault) -> dict[str, Any]:
     c = ingest_three(vault, "cycling", 3)
     big_c, _ = reflect(vault, 1, "The user went cycling.")
     return {"a": a, "b": b, "c": c, "A": big_a, "B": big_b, "C": big_c, "T": top}
+
+
+def support_kept_true(vault: Vault) -> None:
+    """The support kept on each reflection equals a recount of its lineage."""
+    kept = dict(
+        (r[0], (r[1], r[2]))
+        for r in vault.sql("SELECT id, sources_total, sources_deleted FROM memories WHERE tier > 1")
+    )
+    counted = {
+        r[0]: (r[1], r[1] - r[2])
+        for r in vault.sql(
+            "SELECT l.parent_id, count(*), count(m.id) FROM lineage l "
+            "LEFT JOIN memories m ON m.id = l.child_id GROUP BY l.parent_id"
+        )
+    }
+    assert kept == {i: counted.get(i, (0, 0)) for i in kept}
 
 
 def row(vault: Vault, memory_id: str) -> tuple[Any, ...]:
@@ -89,6 +108,7 @@ def test_a_derived_delete_takes_every_reflection_above_and_frees_the_other_sourc
     assert after["tier2"]["count"] == before["tier2"]["count"] + 1
     assert after["tier2"]["importance"] == before["tier2"]["importance"] + big_b[3]
     assert done["reflection"] == recount(vault)
+    support_kept_true(vault)
     # the next consolidation rebuilds without the forgotten fact
     batch = checkout(vault, tier=1)
     assert sorted(batch["source_ids"]) == sorted(v["a"][1:])
@@ -125,6 +145,7 @@ def test_the_default_delete_keeps_reflections_and_rows_say_what_support_is_gone(
     assert {s["id"]: s["sources_deleted"] for s in down["sources"]} == {v["A"]: 0, v["B"]: 0}
     up = vault.post("/v1/memory/inspect", {"memory_id": v["C"]}).json()
     assert up["orphaned"] is True and up["sources_deleted"] == 3
+    support_kept_true(vault)
 
 
 def test_deleting_a_reflection_with_derived_takes_the_tier_above_and_frees_its_sources(
@@ -198,4 +219,33 @@ def test_derived_deletes_under_a_concurrent_consolidation_loop(
     assert left[0][0] == 0
     assert stats["reflection"] == recount(vault)
     assert stats["tiers"]["1"]["count"] == len(raw) - len(forgotten)
+    support_kept_true(vault)
     vault.store.close()
+
+
+def test_reflections_made_before_support_was_kept_get_it_counted(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path)
+    folder = resources.files("mcp_memoryrouter.vault.migrations").joinpath("sqlite")
+    for name in sorted(f.name for f in folder.iterdir() if f.name.endswith(".sql"))[:4]:
+        conn.executescript(folder.joinpath(name).read_text(encoding="utf-8"))
+    conn.execute("PRAGMA user_version = 4")
+    conn.execute("INSERT INTO vaults (id, ref, created_ms) VALUES ('v', 'vr_old', 5)")
+    conn.executemany(
+        "INSERT INTO memories (id, vault_id, tier, content, tokens, date_from, date_to, "
+        "created_ms, consolidated, importance) VALUES (?, 'v', ?, ?, 3, 1, 1, 1, ?, ?)",
+        [("r1", 1, "one", 1, None), ("r2", 1, "two", 1, None), ("t", 2, "both", 0, 5)],
+    )
+    conn.executemany(
+        "INSERT INTO lineage (parent_id, child_id, vault_id) VALUES ('t', ?, 'v')",
+        [("r1",), ("r2",), ("gone",)],
+    )
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        [memory] = store.with_support("v", [store.lineage("v", "t", 0, 10, None).memory])
+        assert memory.support is not None
+        assert (memory.support.total, memory.support.deleted) == (3, 1)
+    finally:
+        store.close()

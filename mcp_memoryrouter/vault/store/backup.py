@@ -96,8 +96,16 @@ def mark_consolidated(tx: Tx, vault_id: str, ids: Sequence[str]) -> int:
 def link_deleted_sources(tx: Tx, vault_id: str, created: Sequence[Created], count: int) -> None:
     """Give restored reflections the ``count`` sources they had lost: lineage to ids no
     memory has (fresh UUIDs), which inspect counts in ``sources_deleted`` as before."""
+    if not count or not created:
+        return
     gone = [new_memory_id() for _ in range(count)]
     tx.many(
         "INSERT INTO lineage (parent_id, child_id, vault_id) VALUES (?, ?, ?)",
         [(reflection.id, child, vault_id) for reflection in created for child in gone],
+    )
+    test, ids = tx.among([reflection.id for reflection in created])
+    tx.run(
+        "UPDATE memories SET sources_total = sources_total + ?, "
+        f"sources_deleted = sources_deleted + ? WHERE id {test}",
+        [count, count, *ids],
     )

@@ -284,7 +284,7 @@ class Store(ABC):
         """``rows`` with each reflection's support (sources linked, and deleted since)."""
         if all(m.tier == 1 for m in rows):
             return tuple(rows)
-        return self._read(lambda tx: reflect.with_support(tx, vault_id, rows))
+        return self._read(lambda tx: reflect.with_support(tx, rows))
 
     def lineage(
         self, vault_id: str, memory_id: str, offset: int, limit: int, similar_in: str | None

@@ -126,6 +126,7 @@ def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool = False)
     plan = plan_delete(tx, vault_id, ids, derived, lock=True)
     rows = plan.gone
     if rows:
+        _count_lost_support(tx, {r[1] for r in rows})
         seq_test, seqs = tx.among([r[0] for r in rows])
         tx.run(f"DELETE FROM memories WHERE seq {seq_test}", seqs)
         parent_test, parents = tx.among([r[1] for r in rows])
@@ -140,6 +141,19 @@ def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool = False)
         )
         reflect.apply_counters(tx, vault_id, deltas)
     return plan
+
+
+def _count_lost_support(tx: Tx, gone: set[str]) -> None:
+    """Each surviving reflection built from rows about to go counts them as deleted."""
+    test, params = tx.among(sorted(gone))
+    parents = tx.all(
+        f"SELECT parent_id, count(*) FROM lineage WHERE child_id {test} GROUP BY parent_id",
+        params,
+    )
+    tx.many(
+        "UPDATE memories SET sources_deleted = sources_deleted + ? WHERE id = ?",
+        [(int(n), parent) for parent, n in sorted(parents) if parent not in gone],
+    )
 
 
 def wipe(tx: Tx, vault_id: str) -> int:

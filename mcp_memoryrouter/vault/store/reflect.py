@@ -196,11 +196,12 @@ def create_reflections(
     created = [Created(new_memory_id(), e.importance) for e in entries]
     tx.many(
         "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
-        "date_to, batch_id, created_ms, dated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "date_to, batch_id, created_ms, dated, sources_total) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 *(c.id, vault_id, target, e.text, est_tokens(e.text), e.importance),
-                *(covers[0], covers[1], batch_id, now_ms, date_words(*covers)),
+                *(covers[0], covers[1], batch_id, now_ms, date_words(*covers), len(sources)),
             )
             for c, e in zip(created, entries, strict=True)
         ],
@@ -314,26 +315,21 @@ def source_counts(tx: Tx, vault_id: str, memory_id: str) -> tuple[int, int]:
     return total, total - present
 
 
-def support(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Support]:
-    """How much of each reflection's support among ``ids`` is gone: (sources linked,
-    sources deleted since), one query for a whole page."""
+def support(tx: Tx, ids: Sequence[str]) -> dict[str, Support]:
+    """How much of each reflection's support among ``ids`` is gone, as kept on the rows:
+    (sources linked, sources deleted since)."""
     if not ids:
         return {}
-    # A reflection's lineage rows name its own vault's memories (ids are unique across
-    # vaults), so the join needs only the memories' id index: no row of theirs is read.
     test, params = tx.among(sorted(set(ids)))
     rows = tx.all(
-        "SELECT l.parent_id, count(*), count(m.id) FROM lineage l "
-        "LEFT JOIN memories m ON m.id = l.child_id "
-        f"WHERE l.vault_id = ? AND l.parent_id {test} GROUP BY l.parent_id",
-        [vault_id, *params],
+        f"SELECT id, sources_total, sources_deleted FROM memories WHERE id {test}", params
     )
-    return {row[0]: Support(int(row[1]), int(row[1]) - int(row[2])) for row in rows}
+    return {row[0]: Support(int(row[1]), int(row[2])) for row in rows}
 
 
-def with_support(tx: Tx, vault_id: str, rows: Sequence[Memory]) -> tuple[Memory, ...]:
+def with_support(tx: Tx, rows: Sequence[Memory]) -> tuple[Memory, ...]:
     """``rows`` with each reflection's :class:`Support` (raw rows unchanged)."""
-    found = support(tx, vault_id, [m.id for m in rows if m.tier > 1])
+    found = support(tx, [m.id for m in rows if m.tier > 1])
     return tuple(
         replace(m, support=found.get(m.id, Support(0, 0))) if m.tier > 1 else m for m in rows
     )
@@ -382,5 +378,5 @@ def read_lineage(
         else:
             sources = sources_by_date(tx, vault_id, memory_id, offset, limit)
     parents = built_from(tx, vault_id, memory_id) if memory.tier < 3 else ()
-    sources, parents = with_support(tx, vault_id, sources), with_support(tx, vault_id, parents)
+    sources, parents = with_support(tx, sources), with_support(tx, parents)
     return Lineage(memory, sources, total, deleted, parents, scores)
