@@ -249,3 +249,13 @@ def test_reflections_made_before_support_was_kept_get_it_counted(tmp_path: Path)
         assert (memory.support.total, memory.support.deleted) == (3, 1)
     finally:
         store.close()
+
+
+def test_another_vaults_key_forgets_nothing_here(vault: Vault) -> None:
+    v = three_tiers(vault)
+    stranger, _ = vault.service.create_vault()  # a key of another vault
+    before = vault.sql("SELECT count(*), sum(consolidated) FROM memories")
+    for flags in ({"derived": True, "dry_run": True}, {"derived": True}):
+        body = vault.post(DELETE, {"ids": [v["a"][0], v["A"]], **flags}, stranger).json()
+        assert (body["deleted"], body["not_found"], body["by_tier"]) == (0, 2, {})
+    assert vault.sql("SELECT count(*), sum(consolidated) FROM memories") == before

@@ -86,31 +86,37 @@ def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: 
         new = sorted({p[0] for p in parents} - gone.keys())
         if not new:
             break
-        test, params = tx.among(new)
-        level = tx.all(
-            f"{GONE}WHERE vault_id = ? AND id {test} ORDER BY id{locked}", [vault_id, *params]
-        )
+        test, params = tx.among(new)  # this vault's, as the lineage naming them
+        level = tx.all(f"{GONE}WHERE id {test} ORDER BY id{locked}", params)
         gone.update((row[1], row) for row in level)
     removed = [row[1] for row in gone.values() if row[2] > 1]
     if not derived or not removed:
         return Deletion(list(gone.values()), [])
+    # Each read goes by an index on ids, one table at a time, and ids found through this
+    # vault's lineage are not filtered by vault again: a join, or a vault filter beside a long
+    # id list, let the planners (PostgreSQL's on stale statistics, SQLite's without any) scan
+    # the whole vault instead.
     test, params = tx.among(removed)
-    sources = tx.all(
-        "SELECT DISTINCT m.seq, m.id, m.tier, m.tokens, m.importance FROM lineage l "
-        f"{tx.join_in_order} memories m ON m.id = l.child_id "
-        f"WHERE m.vault_id = ? AND m.consolidated = 1 AND l.parent_id {test}",
-        [vault_id, *params],
+    children = tx.all(f"SELECT DISTINCT child_id FROM lineage WHERE parent_id {test}", params)
+    candidates = sorted({c[0] for c in children} - gone.keys())
+    if not candidates:
+        return Deletion(list(gone.values()), [])
+    test, params = tx.among(candidates)
+    survivors = tx.all(
+        "SELECT seq, id, tier, tokens, importance FROM memories "
+        f"WHERE id {test} AND consolidated = 1 ORDER BY id",
+        params,
     )
-    survivors = sorted((row for row in sources if row[1] not in gone), key=lambda r: r[1])
     if not survivors:
         return Deletion(list(gone.values()), [])
     test, params = tx.among([row[1] for row in survivors])
-    covering = tx.all(
-        "SELECT l.child_id, l.parent_id FROM lineage l JOIN memories p ON p.id = l.parent_id "
-        f"WHERE l.child_id {test}",
-        params,
-    )
-    covered = {child for child, parent in covering if parent not in gone}
+    links = tx.all(f"SELECT child_id, parent_id FROM lineage WHERE child_id {test}", params)
+    others = sorted({parent for _, parent in links} - gone.keys())
+    live: set[str] = set()
+    if others:
+        test, params = tx.among(others)
+        live = {r[0] for r in tx.all(f"SELECT id FROM memories WHERE id {test}", params)}
+    covered = {child for child, parent in links if parent in live}
     returned = [row for row in survivors if row[1] not in covered]
     if lock and returned:
         test, params = tx.among([row[1] for row in returned])
@@ -144,15 +150,14 @@ def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool = False)
 
 
 def _count_lost_support(tx: Tx, gone: set[str]) -> None:
-    """Each surviving reflection built from rows about to go counts them as deleted."""
+    """Each reflection built from rows about to go counts them as deleted (one statement;
+    a reflection going too is counted and then deleted)."""
     test, params = tx.among(sorted(gone))
-    parents = tx.all(
-        f"SELECT parent_id, count(*) FROM lineage WHERE child_id {test} GROUP BY parent_id",
+    tx.run(
+        "UPDATE memories SET sources_deleted = sources_deleted + c.n FROM "
+        f"(SELECT parent_id, count(*) AS n FROM lineage WHERE child_id {test} "
+        "GROUP BY parent_id) AS c WHERE memories.id = c.parent_id",
         params,
-    )
-    tx.many(
-        "UPDATE memories SET sources_deleted = sources_deleted + ? WHERE id = ?",
-        [(int(n), parent) for parent, n in sorted(parents) if parent not in gone],
     )
 
 
