@@ -115,12 +115,13 @@ async def one_run(url: str, key: str, how: str) -> dict[str, float]:
         await client.list_tools()
         wire.reset()  # count the consolidation only
         before = cpu_seconds(pid)
-        batches = 0
+        batches = memories = 0
         if how == "reflect_memories":
             result = await client.call_tool("reflect_memories", {})
             assert not result.is_error, result
             assert result.structured_content is not None
             batches = result.structured_content["batches"]
+            memories = result.structured_content["memories_consolidated"]
         else:
             for _ in range(3):
                 got = await client.call_tool(
@@ -137,10 +138,13 @@ async def one_run(url: str, key: str, how: str) -> dict[str, float]:
                 )
                 assert not done.is_error, done
                 batches += 1
+                memories += batch["count"]
         used = cpu_seconds(pid) - before
     return {
         "cpu_ms_per_batch": used * 1000 / max(batches, 1),
+        "cpu_ms_per_100": used * 100_000 / max(memories, 1),
         "batches": batches,
+        "memories": memories,
         "posts": wire.posts,
         "sent_kb": wire.sent / 1024,
         "received_kb": wire.received / 1024,
@@ -171,8 +175,8 @@ def main() -> None:
         rows.append(
             [
                 how,
-                f"{med('batches'):.0f}",
-                f"{med('cpu_ms_per_batch'):.1f}",
+                f"{med('batches'):.0f} / {med('memories'):.0f}",
+                f"{med('cpu_ms_per_batch'):.1f} / {med('cpu_ms_per_100'):.1f}",
                 f"{med('posts'):.0f}",
                 f"{med('sent_kb'):.0f} / {med('received_kb'):.0f}",
                 f"{med('model_input_kb'):.0f}",
@@ -183,8 +187,8 @@ def main() -> None:
         table(
             [
                 "consolidation",
-                "batches",
-                "server CPU ms / batch",
+                "batches / memories",
+                "server CPU ms / batch / 100 memories",
                 "POSTs to /mcp",
                 "KiB sent / received",
                 "model input KiB / batch",

@@ -233,3 +233,61 @@ async def test_over_stdio_both_protocols_ask_the_host_model(tmp_path: Path, mode
     out = result.structured_content
     assert out is not None and out["reflections_created"] >= 1 and out["failures"] == []
     assert model.requests and not any(ID.search(p.model_dump_json()) for p in model.requests)
+
+
+async def test_the_run_waits_sealed_in_the_request_state_and_survives_a_restart(
+    tmp_path: Path,
+) -> None:
+    from mcp_types import InputRequiredResult
+
+    from mcp_memoryrouter.app import create_server
+    from mcp_memoryrouter.config import Settings
+    from tests.support import live_server
+
+    settings = Settings(data_dir=tmp_path, embeddings="none")
+    first = create_server(settings)
+    assert first.service is not None
+    key, _ = first.service.create_vault()
+    model = PlayedModel()
+    with live_server(first.app, lifespan="on") as url:
+        served = McpServer(url + "/mcp", key, first.service)
+        fill(served, key)
+        async with host(served, key, model) as client:
+            asked = await client.session.call_tool(
+                "reflect_memories", {}, allow_input_required=True
+            )
+            assert isinstance(asked, InputRequiredResult) and asked.request_state
+            state = asked.request_state
+            # what the client holds reveals nothing: no id, no text of a memory
+            assert not ID.search(state) and "garden" not in state
+            tampered = state[:-8] + ("A" if state[-8] != "A" else "B") + state[-7:]
+            with pytest.raises(MCPError):
+                await client.session.call_tool(
+                    "reflect_memories",
+                    {},
+                    input_responses={"reflection": await model(None, _params(asked))},
+                    request_state=tampered,
+                    allow_input_required=True,
+                )
+    first.service.close()
+    second = create_server(settings)  # a restart: the same data directory, a new process key
+    assert second.service is not None
+    with live_server(second.app, lifespan="on") as url:
+        served = McpServer(url + "/mcp", key, second.service)
+        async with host(served, key, model) as client:
+            went_on = await client.session.call_tool(
+                "reflect_memories",
+                {},
+                input_responses={"reflection": await model(None, _params(asked))},
+                request_state=state,
+                allow_input_required=True,
+            )
+        assert isinstance(went_on, InputRequiredResult)  # batch 1 committed, batch 2 asked
+        assert reflections(served, key)
+    second.service.close()
+
+
+def _params(asked: Any) -> CreateMessageRequestParams:
+    request = asked.input_requests["reflection"]
+    params: CreateMessageRequestParams = request.params
+    return params

@@ -8,6 +8,8 @@ committed for it cover all of it.
 
 from __future__ import annotations
 
+import base64
+import zlib
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -228,7 +230,7 @@ async def _round(
         reflection = (await client.stats()).reflection
         step = await start_triggered(client, reflection, max_tokens=limits.SAMPLED_BATCH_TOKENS)
     else:
-        waiting = _WAITING.validate_json(ctx.request_state)
+        waiting = _unpacked(ctx.request_state)
         response = (ctx.input_responses or {}).get(SAMPLE_KEY)
         if response is None:  # retried without the answer: ask the same question again
             return _ask(waiting)
@@ -241,8 +243,19 @@ async def _round(
 def _ask(waiting: Waiting) -> InputRequiredResult:
     return InputRequiredResult(
         input_requests={SAMPLE_KEY: CreateMessageRequest(params=_sampling(waiting.prompt))},
-        request_state=_WAITING.dump_json(waiting).decode(),
+        request_state=_packed(waiting),
     )
+
+
+def _packed(waiting: Waiting) -> str:
+    """The run as request state: compressed (the batch's texts make most of it, and the
+    client sends it back every round), then sealed by the SDK."""
+    return base64.b85encode(zlib.compress(_WAITING.dump_json(waiting), 6)).decode()
+
+
+def _unpacked(state: str) -> Waiting:
+    """The run back from a state this server sealed (the SDK checked it is ours)."""
+    return _WAITING.validate_json(zlib.decompress(base64.b85decode(state)))
 
 
 def _sampling(prompt: str) -> CreateMessageRequestParams:
