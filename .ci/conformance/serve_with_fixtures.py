@@ -24,7 +24,12 @@ _build = app.build_server
 
 def build_with_fixtures(*args: Any, **kwargs: Any) -> MCPServer:
     server = _build(*args, **kwargs)
-    server.add_tool(reflect_memories, name="test_missing_capability")
+    server.add_tool(
+        reflect_memories,
+        name="test_missing_capability",
+        description="reflect_memories under the name the conformance suite calls: it needs the "
+        "client's sampling capability.",
+    )
     return server
 
 

@@ -65,7 +65,7 @@ async def test_a_fresh_data_dir_and_every_file_in_it_are_private(
         names = set(modes(data_dir))
         assert {"vault.sqlite3-wal", "vault.sqlite3-shm", "auth.sqlite3-wal"} <= names
         assert "vault.sqlite3.owner" in names
-        assert {"oauth-signing-key.json", "oauth-sealing.key"} <= names
+        assert {"oauth-signing-key.json", "oauth-sealing.key", "mcp-request-state.key"} <= names
         assert_private(data_dir)
     assert_private(data_dir)
 
