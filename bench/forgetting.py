@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import code_version, table
-from bench.vault import DAY_MS, START_MS, postgres_database, sentence
+from bench.vault import ingest_notes, postgres_database
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.domain import (
     Batch,
@@ -40,7 +40,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     SearchFilter,
 )
 from mcp_memoryrouter.vault.rules.prepare import Budget
-from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
+from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
@@ -64,13 +64,7 @@ def opened(tmp: Path, database_url: str | None) -> Iterator[Store]:
 
 
 def build(service: VaultService, access: Access, size: int) -> None:
-    step = 365 * DAY_MS // size
-    for start in range(0, size, 1000):
-        batch = [
-            IncomingMessage("user", sentence(i), START_MS + i * step)
-            for i in range(start, min(size, start + 1000))
-        ]
-        service.ingest(access, batch, None)
+    ingest_notes(service, access, size)
     for tier, budget in ((1, 2_000), (2, None)):
         while True:
             found = service.checkout(access, tier, budget, None)  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import p50, p95, server, table, timed
 from mcp_memoryrouter.vault.http import render
+from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.dates import format_ms
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from mcp_memoryrouter.vault.store import Store
@@ -70,7 +71,13 @@ def load(open_store: Opener, size: int) -> str:
     store = open_store()
     service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
     key, _ = service.create_vault()
-    access = service.authenticate(key)
+    ingest_notes(service, service.authenticate(key), size)
+    store.close()
+    return key
+
+
+def ingest_notes(service: VaultService, access: Access, size: int) -> None:
+    """``size`` dated notes spread over a year, ingested 1,000 at a time."""
     step = 365 * DAY_MS // size
     for start in range(0, size, 1000):
         batch = [
@@ -78,8 +85,6 @@ def load(open_store: Opener, size: int) -> str:
             for i in range(start, min(size, start + 1000))
         ]
         service.ingest(access, batch, None)
-    store.close()
-    return key
 
 
 def debt_block_ms(open_store: Opener, key: str, samples: int = 5000) -> list[float]:

@@ -13,6 +13,7 @@ from typing import Literal
 import httpx2
 import pytest
 from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_memoryrouter.app import create_server
@@ -114,3 +115,17 @@ def proxy(tmp_path: Path) -> Iterator[McpServer]:
 def mcp_server(request: pytest.FixtureRequest) -> McpServer:
     server: McpServer = request.getfixturevalue(request.param)
     return server
+
+
+def stdio_server(data_dir: Path, **env: str) -> tuple[StdioServerParameters, str]:
+    """``mcp-memoryrouter stdio`` as a local client starts it, over a new vault in
+    ``data_dir``: (how to start it, the vault's key it acts with)."""
+    store = SQLiteStore(data_dir / "vault.sqlite3")
+    key, _ = VaultService(store, clock=lambda: 0, lease_seconds=900).create_vault()
+    store.close()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_memoryrouter", "stdio"],
+        env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), "MEMORYROUTER_KEY": key, **env},
+    )
+    return params, key

@@ -267,3 +267,35 @@ def test_the_budget_is_the_setting_memoryrouter_mcp_result_tokens(
     monkeypatch.setenv("MEMORYROUTER_MCP_RESULT_TOKENS", "500")
     with pytest.raises(ValueError, match="mcp_result_tokens"):
         Settings()
+
+
+async def test_a_dry_run_of_a_long_derived_delete_lists_what_fits_and_counts_the_rest(
+    big_vault: BigVault,
+) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(big_vault.data_dir / "vault.sqlite3")
+    try:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM memories WHERE tier = 1 AND consolidated = 1 ORDER BY seq LIMIT 300"
+            )
+        ]
+        marks = ", ".join("?" * len(ids))
+        [(parents,)] = conn.execute(
+            f"SELECT count(DISTINCT parent_id) FROM lineage WHERE child_id IN ({marks})", ids
+        )
+    finally:
+        conn.close()
+    assert len(ids) == 300 and parents >= 1
+    for budget in (10_000, 2_000):
+        async with mcp_client(big_vault, budget) as client:
+            result = await client.call_tool(
+                "delete_memories", {"ids": ids, "derived": True, "dry_run": True}
+            )
+        assert tokens(result) <= budget
+        out = ok(result)
+        shown = sum(len(v) for v in out["by_tier"].values())
+        assert out["dry_run"] is True and (out["ids_omitted"] > 0) == (budget == 2_000)
+        assert shown + out["ids_omitted"] == len(ids) + parents  # the ids and reflections above

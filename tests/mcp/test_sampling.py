@@ -10,9 +10,7 @@ and says so.
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,7 +19,6 @@ from typing import Any
 import httpx2
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, TextContent
@@ -30,7 +27,7 @@ from mcp_memoryrouter import limits
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.loop import run_triggered
 from mcp_memoryrouter.vault.rules.contract import reflection_contract
-from tests.mcp.conftest import McpServer, Mode
+from tests.mcp.conftest import McpServer, Mode, stdio_server
 from tests.reflect.model_program import entries
 
 pytestmark = pytest.mark.anyio
@@ -204,22 +201,7 @@ async def test_stateless_http_on_2025_11_25_says_why_it_cannot_ask(embedded: Mcp
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_over_stdio_both_protocols_ask_the_host_model(tmp_path: Path, mode: str) -> None:
-    from mcp_memoryrouter.vault.service import VaultService
-    from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-
-    store = SQLiteStore(tmp_path / "vault.sqlite3")
-    key, _ = VaultService(store, clock=lambda: 0, lease_seconds=900).create_vault()
-    store.close()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_memoryrouter", "stdio"],
-        env={
-            **os.environ,
-            "MEMORYROUTER_DATA_DIR": str(tmp_path),
-            "MEMORYROUTER_KEY": key,
-            "MEMORYROUTER_EMBEDDINGS": "none",
-        },
-    )
+    params, _ = stdio_server(tmp_path, MEMORYROUTER_EMBEDDINGS="none")
     model = PlayedModel()
     async with Client(params, mode=mode, sampling_callback=model) as client:
         for i in range(6):

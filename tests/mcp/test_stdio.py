@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 
-from mcp_memoryrouter.vault.service import VaultService
-from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.mcp.conftest import stdio_server
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_stdio_serves_the_tools_with_the_key_from_the_environment(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "vault.sqlite3")
-    key, _ = VaultService(store, clock=lambda: 0, lease_seconds=900).create_vault()
-    store.close()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_memoryrouter", "stdio"],
-        env={**os.environ, "MEMORYROUTER_DATA_DIR": str(tmp_path), "MEMORYROUTER_KEY": key},
-    )
+    params, key = stdio_server(tmp_path)
     async with Client(params) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert "search_memories" in tools

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.mcp.binding import Vault
-from mcp_memoryrouter.mcp.budget import shaped
+from mcp_memoryrouter.mcp.budget import largest_fit, shaped
 from mcp_memoryrouter.mcp.catalog import DESTRUCTIVE, ToolSpec
 from mcp_memoryrouter.mcp.errors import backend_errors
 
@@ -25,6 +25,7 @@ class DeleteOutput(BaseModel):
     failed: list[str]
     dry_run: bool | None = None
     by_tier: dict[str, list[str]] | None = None  # ids that went (would go) at each tier
+    ids_omitted: int = 0  # ids of by_tier left out to fit the result budget
     returned_to_pool: dict[str, int] | None = None  # sources back in the pool, per tier
 
 
@@ -48,17 +49,26 @@ async def delete_memories(
         done = await vault.client.delete_ids(
             schemas.DeleteIdsRequest.model_construct(ids=ids, derived=derived, dry_run=dry_run)
         )
-    return shaped(
-        DeleteOutput(
-            requested=done.requested,
-            deleted=done.deleted,
-            not_found=done.not_found,
-            failed=done.failed,
-            dry_run=done.dry_run,
-            by_tier=done.by_tier,
-            returned_to_pool=done.returned_to_pool,
+    listed = done.by_tier or {}
+    most = max((len(ids) for ids in listed.values()), default=0)
+
+    def build(k: int) -> CallToolResult:
+        """The answer with at most ``k`` ids of each tier listed (the rest counted)."""
+        shown = {tier: ids[:k] for tier, ids in listed.items()}
+        return shaped(
+            DeleteOutput(
+                requested=done.requested,
+                deleted=done.deleted,
+                not_found=done.not_found,
+                failed=done.failed,
+                dry_run=done.dry_run,
+                by_tier=shown if done.by_tier is not None else None,
+                ids_omitted=sum(len(ids) - len(shown[t]) for t, ids in listed.items()),
+                returned_to_pool=done.returned_to_pool,
+            )
         )
-    )
+
+    return largest_fit(most, build, vault.budget.fits)
 
 
 async def forget_all_memories(

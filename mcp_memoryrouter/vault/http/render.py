@@ -129,7 +129,7 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
         body.sources = [lineage_row(s, x) for s, x in zip(found.sources, scores, strict=True)]
         body.sources_total = found.sources_total
         body.sources_deleted = found.sources_deleted
-        body.orphaned = Support(found.sources_total, found.sources_deleted).orphaned or None
+        body.orphaned = support(m.support).get("orphaned")
         body.truncated = truncated
         body.offset = offset
         body.next_offset = offset + page if truncated else None

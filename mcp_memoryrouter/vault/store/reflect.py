@@ -304,17 +304,6 @@ def read_memory(tx: Tx, vault_id: str, memory_id: str) -> Memory:
     return memory_from_row(row)
 
 
-def source_counts(tx: Tx, vault_id: str, memory_id: str) -> tuple[int, int]:
-    """(sources linked, sources deleted since) of a reflection."""
-    row = tx.one(
-        "SELECT count(*), count(m.id) FROM lineage l "
-        "LEFT JOIN memories m ON m.id = l.child_id AND m.vault_id = ? WHERE l.parent_id = ?",
-        (vault_id, memory_id),
-    )
-    total, present = (int(row[0]), int(row[1])) if row else (0, 0)
-    return total, total - present
-
-
 def support(tx: Tx, ids: Sequence[str]) -> dict[str, Support]:
     """How much of each reflection's support among ``ids`` is gone, as kept on the rows:
     (sources linked, sources deleted since)."""
@@ -367,12 +356,12 @@ def read_lineage(
 ) -> Lineage:
     """A memory with a page of its sources (by date, or with ``similar`` most similar
     first) and the reflections built from it."""
-    memory = read_memory(tx, vault_id, memory_id)
+    [memory] = with_support(tx, [read_memory(tx, vault_id, memory_id)])
     sources: tuple[Memory, ...] = ()
     scores: tuple[float | None, ...] = ()
     total = deleted = 0
-    if memory.tier > 1:
-        total, deleted = source_counts(tx, vault_id, memory_id)
+    if memory.support is not None:  # a reflection: its support, as kept on its row
+        total, deleted = memory.support.total, memory.support.deleted
         if similar is not None:
             sources, scores = similar(tx, vault_id, memory, offset, limit)
         else:
