@@ -9,7 +9,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.search.embeddings import Embedders
-from mcp_memoryrouter.vault.search.ranking import fuse, lift_sources, query_terms, smooth
+from mcp_memoryrouter.vault.search.ranking import (
+    fuse,
+    in_time,
+    lift_sources,
+    newer_first,
+    query_terms,
+    smooth,
+    spread,
+)
 from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
@@ -29,7 +37,13 @@ class HybridSearch:
         self._threads.shutdown(wait=True)
 
     def __call__(
-        self, vault_id: str, query: str, limit: int, where: SearchFilter, embeddings: str | None
+        self,
+        vault_id: str,
+        query: str,
+        limit: int,
+        where: SearchFilter,
+        embeddings: str | None,
+        named_time: tuple[int, int] | None = None,
     ) -> list[ScoredMemory]:
         """The ``limit`` best memories for ``query``, with the model ``embeddings`` names
         (the server's default when None; lexical only when the server has none)."""
@@ -52,7 +66,9 @@ class HybridSearch:
                 lexical = pending.result()
         hits = smooth(fuse(lexical, dense, depth), depth)
         parents = [h.memory.id for h in hits if h.memory.tier > 1]
-        if not parents:
-            return hits[:limit]
-        sources = [h.memory.id for h in hits if h.memory.tier < 3]
-        return lift_sources(hits, self._store.links(vault_id, parents, sources), limit)
+        if parents:
+            sources = [h.memory.id for h in hits if h.memory.tier < 3]
+            hits = lift_sources(hits, self._store.links(vault_id, parents, sources), depth)
+        if named_time is not None:
+            hits = in_time(hits, named_time)
+        return spread(newer_first(hits), limit)
