@@ -72,6 +72,13 @@ Ids = Annotated[
 # a token budget: any number, clamped by the vault (rules/selection.clamp_budget)
 Budget = Annotated[StrictInt | float, BeforeValidator(_number)]
 Order = Literal["newest_first", "oldest_first"]
+AsOf = Annotated[
+    Text | None,
+    Field(
+        description="When the question is asked (ISO; default now). A time the query names "
+        "('last month', 'in May') counts from it and ranks what happened then higher."
+    ),
+]
 
 
 class _Request(BaseModel):
@@ -107,6 +114,7 @@ class SearchRequest(_Request):
     importance: Importance | None = None
     session_id: SessionId | None = None
     embeddings: Text | None = None
+    as_of: AsOf = None
 
 
 class PrepareRequest(_Request):
@@ -121,6 +129,7 @@ class PrepareRequest(_Request):
     tiers: Tiers | None = None
     importance: Importance | None = None
     embeddings: Text | None = None
+    as_of: AsOf = None
 
 
 class DateSearchRequest(_Request):

@@ -14,7 +14,7 @@ from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.hybrid import HybridSearch
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
 from mcp_memoryrouter.vault.keyring import Keyring
-from mcp_memoryrouter.vault.rules import chunking, contract, leases, selection, window
+from mcp_memoryrouter.vault.rules import chunking, contract, leases, selection, when, window
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.domain import (
     Batch,
@@ -165,11 +165,13 @@ class VaultService:
         limit: int,
         where: SearchFilter,
         embeddings: str | None = None,
+        as_of: int | None = None,
     ) -> tuple[list[ScoredMemory], Counters]:
+        """``as_of``: when the question is asked (default now), for the time it names."""
         access.require_read()
-        hits = self._supported(
-            access.vault_id, self._search(access.vault_id, query, limit, where, embeddings)
-        )
+        named = when.window_in(query, self._clock() if as_of is None else as_of)
+        found = self._search(access.vault_id, query, limit, where, embeddings, named)
+        hits = self._supported(access.vault_id, found)
         tokens = sum(h.memory.tokens for h in hits)
         if tokens:
             self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
@@ -182,11 +184,15 @@ class VaultService:
         budget: Budget,
         where: SearchFilter,
         embeddings: str | None = None,
+        as_of: int | None = None,
     ) -> tuple[tuple[str, int, int], Counters]:
         """A context block for the next model call: (context, memories found, est. tokens)."""
         access.require_read()
+        named = when.window_in(query, self._clock() if as_of is None else as_of)
         hits = (
-            self._search(access.vault_id, query, budget.items, where, embeddings) if query else []
+            self._search(access.vault_id, query, budget.items, where, embeddings, named)
+            if query
+            else []
         )
         built = build_context(self._supported(access.vault_id, hits), budget)
         if built[2]:

@@ -130,6 +130,7 @@ async def search_memories(
     importance: MinImportance = None,
     from_date: schemas.Text | None = None,
     to_date: schemas.Text | None = None,
+    as_of: schemas.AsOf = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
     async with backend_errors():
         if from_date or to_date:
@@ -146,7 +147,7 @@ async def search_memories(
         else:
             result = await vault.client.search(
                 schemas.SearchRequest.model_construct(
-                    query=query, limit=limit, tiers=tiers, importance=importance
+                    query=query, limit=limit, tiers=tiers, importance=importance, as_of=as_of
                 )
             )
             rows, debt = result.memories, result.reflection

@@ -181,6 +181,7 @@ def search(
         body.limit,
         where,
         _embeddings(service, body.embeddings, x_embedding_model),
+        _as_of(body.as_of),
     )
     return schemas.SearchResponse(
         memories=[render.search_row(h) for h in hits], reflection=render.reflection(counters)
@@ -206,7 +207,12 @@ def prepare(
     budget = budget_for(body.density, body.context_limit, body.max_tokens)
     where = SearchFilter(_tiers(body.tiers), body.importance, body.session_id or x_session_id)
     (context, found, tokens), counters = service.prepare(
-        access, query, budget, where, _embeddings(service, body.embeddings, x_embedding_model)
+        access,
+        query,
+        budget,
+        where,
+        _embeddings(service, body.embeddings, x_embedding_model),
+        _as_of(body.as_of),
     )
     return schemas.PrepareResponse(
         context=context,
@@ -214,6 +220,11 @@ def prepare(
         est_tokens=tokens,
         reflection=render.reflection(counters),
     )
+
+
+def _as_of(text: str | None) -> int | None:
+    """When the question is asked, for the time it names (None: now)."""
+    return None if text is None else parse_moment(text, field="as_of")
 
 
 @router.post("/v1/memory/date-search", response_model=schemas.DateSearchResponse, tags=["memory"])
