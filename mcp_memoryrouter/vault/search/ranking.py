@@ -190,12 +190,14 @@ def _one_message(a: Memory, b: Memory) -> bool:
 
 
 def spread(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
-    """The best ``limit`` of ``hits`` (best first) as one page: the units of one message
-    collapsed into its best unit, then each pick's score decayed by how many hits of its
-    story the page already holds. Scores stay each hit's own."""
+    """The best ``limit`` of ``hits`` (in their order, best first) as one page: the units of
+    one message collapsed into its best unit, then each pick placed by its rank decayed by how
+    many hits of its story the page already holds. A hit's rank is the lowest score at or
+    above its place, so an order that is not by score alone (a near tie given to the newer)
+    holds. Scores stay each hit's own."""
     kept: list[ScoredMemory] = []
     units: dict[tuple[object, ...], list[Memory]] = {}
-    for hit in sorted(hits, key=lambda h: (-(h.score or 0.0), h.memory.id)):
+    for hit in hits:
         message = _message(hit.memory)
         if message is not None:
             stored = units.setdefault(message, [])
@@ -203,14 +205,15 @@ def spread(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
                 continue
             stored.append(hit.memory)
         kept.append(hit)
-    heap: list[tuple[float, str, int, int]] = [
-        (-(h.score or 0.0), h.memory.id, 0, i) for i, h in enumerate(kept)
-    ]
+    ranks: list[float] = []
+    for hit in kept:
+        ranks.append(min(hit.score or 0.0, ranks[-1]) if ranks else (hit.score or 0.0))
+    heap: list[tuple[float, int, int]] = [(-rank, i, 0) for i, rank in enumerate(ranks)]
     heapq.heapify(heap)
     count: dict[str, int] = {}
     page: list[ScoredMemory] = []
     while heap and len(page) < limit:
-        _, memory_id, counted, index = heapq.heappop(heap)
+        _, index, counted = heapq.heappop(heap)
         hit = kept[index]
         told = story(hit.memory)
         if told is None:
@@ -218,8 +221,8 @@ def spread(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
             continue
         now = count.get(told, 0)
         if now != counted and now >= FREE_PER_STORY:  # its story has its share: place it lower
-            decayed = (hit.score or 0.0) * SAME_STORY_DECAY ** (now - FREE_PER_STORY + 1)
-            heapq.heappush(heap, (-decayed, memory_id, now, index))
+            decayed = ranks[index] * SAME_STORY_DECAY ** (now - FREE_PER_STORY + 1)
+            heapq.heappush(heap, (-decayed, index, now))
             continue
         page.append(hit)
         count[told] = now + 1
