@@ -262,8 +262,8 @@ LATER_MS = 24 * 3_600_000  # "newer" is another day: turns of one conversation a
 
 def newer_first(hits: Sequence[ScoredMemory]) -> list[ScoredMemory]:
     """``hits`` (best first) with each near tie of one tier ordered newer first: a hit moves
-    above the hits just before it that are a day or more older, of its tier, and score less than 5 % more.
-    Scores stay each hit's own."""
+    above the hits just before it that are of its tier, a day or more older, and score less
+    than 5 % more. Scores stay each hit's own."""
     ordered = sorted(hits, key=lambda h: (-(h.score or 0.0), h.memory.id))
     for i in range(1, len(ordered)):
         hit = ordered[i]
