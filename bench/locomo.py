@@ -1,7 +1,7 @@
 """Retrieval quality on LoCoMo-10, through the public HTTP API.
 
     python bench/locomo.py ../shared/bench-data/locomo/locomo10.json [--embeddings local]
-        [--reflections observations]
+        [--reflections observations] [--sessions] [--as-of]
 
 The protocol of ``bench-data/README.md``: each conversation is one vault, each turn one raw
 memory ("<speaker>: <text>", dated with its session's date), ingested as a user would. Every
@@ -17,6 +17,10 @@ checkout/commit loop (1,000-token batches, oldest first): the data set's own mod
 holds its first evidence turn (a batch with none gets one low-importance line). Search then
 runs over all tiers; the ranked turns are the raw hits in order, followed by the sources of
 the reflection hits (``inspect``) in the reflections' rank order, deduplicated.
+
+``--sessions`` ingests each LoCoMo session under its own session id (as a host that sends one
+would), so a page is spread over sessions; ``--as-of`` asks every question as of the date of
+its conversation's last session, so a time the question names ("last week") counts from then.
 """
 
 from __future__ import annotations
@@ -91,19 +95,29 @@ def create_key(data_dir: Path) -> str:
     return key
 
 
-def ingest(http: httpx2.Client, key: str, turns: list[tuple[str, str, str]]) -> dict[str, str]:
-    """Ingest every turn; map memory id -> dia_id."""
+def ingest(
+    http: httpx2.Client, key: str, turns: list[tuple[str, str, str]], sessions: bool = False
+) -> dict[str, str]:
+    """Ingest every turn (each LoCoMo session under its own session id with ``sessions``);
+    map memory id -> dia_id."""
     by_id: dict[str, str] = {}
     headers = {"Authorization": f"Bearer {key}"}
-    for start in range(0, len(turns), 200):
-        chunk = turns[start : start + 200]
-        body = {"messages": [{"role": "user", "content": t, "date": d} for _, t, d in chunk]}
-        response = http.post("/v1/memory/ingest", json=body, headers=headers)
-        response.raise_for_status()
-        ids = response.json()["ids"]
-        assert len(ids) == len(chunk), "a turn was split into several memories"
-        for memory_id, (dia, _, _) in zip(ids, chunk, strict=True):
-            by_id.setdefault(memory_id, dia)
+    groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for turn in turns:
+        groups[turn[0].split(":")[0] if sessions else ""].append(turn)
+    for session, told in groups.items():
+        for start in range(0, len(told), 200):
+            chunk = told[start : start + 200]
+            messages = [{"role": "user", "content": t, "date": d} for _, t, d in chunk]
+            body: dict[str, Any] = {"messages": messages}
+            if session:
+                body["session_id"] = session
+            response = http.post("/v1/memory/ingest", json=body, headers=headers)
+            response.raise_for_status()
+            ids = response.json()["ids"]
+            assert len(ids) == len(chunk), "a turn was split into several memories"
+            for memory_id, (dia, _, _) in zip(ids, chunk, strict=True):
+                by_id.setdefault(memory_id, dia)
     return by_id
 
 
@@ -159,6 +173,26 @@ def sources_of(
         found.raise_for_status()
         cache[memory_id] = [source["id"] for source in found.json()["sources"]]
     return cache[memory_id]
+
+
+def ranked_turns(
+    http: httpx2.Client,
+    key: str,
+    rows: list[dict[str, Any]],
+    by_id: dict[str, str],
+    inspected: dict[str, list[str]],
+) -> list[str]:
+    """The turns a page ranks: its raw hits in order, then the reflections' sources."""
+    ids = [row["id"] for row in rows if row["tier"] == 1]
+    for row in rows:
+        if row["tier"] > 1:
+            ids.extend(sources_of(http, key, row["id"], inspected))
+    ranked: list[str] = []
+    for memory_id in ids:
+        dia = by_id.get(memory_id)
+        if dia is not None and dia not in ranked:
+            ranked.append(dia)
+    return ranked
 
 
 def wait_indexed(http: httpx2.Client, keys: list[str]) -> float:
@@ -219,6 +253,12 @@ def main() -> None:
     parser.add_argument("--embeddings", default="local", choices=["local", "none"])
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--reflections", default="none", choices=["none", "observations"])
+    parser.add_argument(
+        "--sessions", action="store_true", help="ingest each session under its own session id"
+    )
+    parser.add_argument(
+        "--as-of", action="store_true", help="ask each question as of its conversation's last day"
+    )
     args = parser.parse_args()
     data = json.loads(args.data.read_text())
     audit_path = args.data.parent / "locomo_audit_errors.json"
@@ -233,7 +273,7 @@ def main() -> None:
         with server(Path(tmp), env) as url, httpx2.Client(base_url=url, timeout=120) as http:
             started = time.perf_counter()
             maps = [
-                ingest(http, key, turns_of(c["conversation"]))
+                ingest(http, key, turns_of(c["conversation"]), args.sessions)
                 for key, c in zip(keys, data, strict=True)
             ]
             ingested = time.perf_counter() - started
@@ -251,35 +291,31 @@ def main() -> None:
             inspected: dict[str, list[str]] = {}
             for conv, (key, sample, by_id) in enumerate(zip(keys, data, maps, strict=True)):
                 valid = set(by_id.values())
+                asked = max(d for _, _, d in turns_of(sample["conversation"]))
                 for index, qa in enumerate(sample["qa"]):
                     gold = evidence_ids(qa.get("evidence", [])) & valid
                     if not gold:
                         continue
                     q = Question(conv, index, qa["question"], int(qa["category"]), gold)
                     t0 = time.perf_counter()
+                    body: dict[str, Any] = {"query": q.text, "limit": args.limit}
+                    if args.as_of:
+                        body["as_of"] = asked
                     response = http.post(
                         "/v1/memory/search",
-                        json={"query": q.text, "limit": args.limit},
+                        json=body,
                         headers={"Authorization": f"Bearer {key}"},
                     )
                     latencies.append((time.perf_counter() - t0) * 1000)
                     response.raise_for_status()
-                    rows = response.json()["memories"]
-                    ids = [row["id"] for row in rows if row["tier"] == 1]
-                    for row in rows:
-                        if row["tier"] > 1:
-                            ids.extend(sources_of(http, key, row["id"], inspected))
-                    ranked: list[str] = []
-                    for memory_id in ids:
-                        dia = by_id.get(memory_id)
-                        if dia is not None and dia not in ranked:
-                            ranked.append(dia)
+                    ranked = ranked_turns(http, key, response.json()["memories"], by_id, inspected)
                     results.append((q, score(ranked, gold)))
                     fixed = corrected.get(f"locomo_{conv}_qa{index}")
                     fixed_gold = (fixed & valid) if fixed else gold
                     audited.append((q, score(ranked, fixed_gold or gold)))
     latencies.sort()
     title = f"LoCoMo-10, embeddings={args.embeddings}, reflections={args.reflections}"
+    title += ", sessions" * args.sessions + ", as_of" * args.as_of
     print(report(results, f"{title}, original evidence"))
     print()
     print(report(audited, "audit-corrected evidence"))
