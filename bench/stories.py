@@ -1,11 +1,13 @@
 """Does a page of hits cover the whole story? Generated long histories, scored by conversation.
 
     python bench/stories.py [--histories 4] [--conversations 50] [--seed 7] [--embeddings local]
+        [--as-of] [--wording paraphrase|plain]
 
 Each history is one vault: ``--conversations`` dated conversations (sessions) of user and
 assistant turns over a year, ingested through the HTTP API with their session ids, most of it
 small talk. Facts are planted in it three ways, and each gets a question whose wording shares
-few words with its evidence:
+few words with its evidence (``--wording plain``: one that uses its evidence's words, so the
+lexical baselines get a fair chance):
 
 - **spans**: one kind of fact told in 2-4 different conversations ("which animals do I live
   with?" after adopting a beagle in one and a cat in another);
@@ -164,6 +166,19 @@ UPDATES = [
         ["What vehicle do I own at present?", "Which car is in my driveway now?"],
     ),
 ]
+# ``--wording plain``: one question per kind that uses the words its evidence was told in, so
+# the lexical baselines get a fair chance (the default questions are paraphrases).
+PLAIN = {
+    "pets": "Which pets have we adopted, brought home, or added to the household?",
+    "languages": "Which languages am I practising, taking classes in, or working on "
+    "pronunciation for?",
+    "injuries": "What did I hurt, and what did the doctor or the clinic tell me?",
+    "home": "Which city have I moved or relocated to?",
+    "job": "Which offer did I accept, which new role am I starting?",
+    "car": "Which car have we bought, or got instead of the old one?",
+    "cooking": "What dish did I make from scratch {when}?",
+    "concerts": "Who did I see play live {when}?",
+}
 TIMED = [
     (
         "cooking",
@@ -209,7 +224,9 @@ def _month_words(as_of: datetime, when: datetime) -> str:
     return f"in {when.strftime('%B')}"
 
 
-def generate(rng: random.Random, conversations: int) -> tuple[list[Conversation], list[Question]]:
+def generate(
+    rng: random.Random, conversations: int, plain: bool = False
+) -> tuple[list[Conversation], list[Question]]:
     span_days = 360
     convs: list[Conversation] = []
     for n in range(conversations):
@@ -244,18 +261,21 @@ def generate(rng: random.Random, conversations: int) -> tuple[list[Conversation]
         conv.turns.append(
             Turn("assistant", long_answer * 12, conv.turns[-1].date + timedelta(minutes=1))
         )
+        asked = rng.choice(asks)
         questions.append(
-            Question("spans", rng.choice(asks), [convs[s].session for s in chosen], end)
+            Question(
+                "spans", PLAIN[kind] if plain else asked, [convs[s].session for s in chosen], end
+            )
         )
-    for _kind, first, later, values, asks in UPDATES:
+    for kind, first, later, values, asks in UPDATES:
         old, new = sorted(rng.sample(range(conversations), 2))
         before, after = rng.sample(values, 2)
         plant(convs[old], first.format(v=before))
         plant(convs[new], later.format(v=after))
-        questions.append(
-            Question("update", rng.choice(asks), [convs[old].session, convs[new].session], end)
-        )
-    for _kind, template, values, ask in TIMED:
+        asked = rng.choice(asks)
+        told_in = [convs[old].session, convs[new].session]
+        questions.append(Question("update", PLAIN[kind] if plain else asked, told_in, end))
+    for kind, template, values, ask in TIMED:
         chosen = sorted(rng.sample(range(conversations), 4))
         for slot, value in zip(chosen, rng.sample(values, 4), strict=True):
             plant(convs[slot], template.format(v=value))
@@ -271,8 +291,9 @@ def generate(rng: random.Random, conversations: int) -> tuple[list[Conversation]
             ]
             if others:
                 continue  # two events in the asked month: not one answer
+            wording = PLAIN[kind] if plain else ask
             questions.append(
-                Question("time", ask.format(when=words), [convs[slot].session], asked_at)
+                Question("time", wording.format(when=words), [convs[slot].session], asked_at)
             )
     return convs, questions
 
@@ -336,7 +357,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, list[dict[str, float]]]
     with tempfile.TemporaryDirectory() as tmp, server(Path(tmp), env) as base:
         for h in range(args.histories):
             rng = random.Random(args.seed * 1000 + h)
-            convs, questions = generate(rng, args.conversations)
+            convs, questions = generate(rng, args.conversations, args.wording == "plain")
             vault_key = _new_vault(Path(tmp), f"history-{h}")
             http = httpx2.Client(
                 base_url=base, headers={"Authorization": f"Bearer {vault_key}"}, timeout=120
@@ -413,6 +434,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--embeddings", default="local")
     parser.add_argument("--as-of", action="store_true", help="send each question's as_of")
+    parser.add_argument(
+        "--wording",
+        default="paraphrase",
+        choices=["paraphrase", "plain"],
+        help="questions that share few words with their evidence, or use its words",
+    )
     args = parser.parse_args()
     results = run(args)
     kinds = ["spans", "update", "time"]
@@ -426,7 +453,10 @@ def main() -> None:
                 values = [s[m] for s in scored if m in s]
                 cells.append(f"{statistics.mean(values):.1f}" if values else "")
             rows.append([system, kind, str(len(scored)), *cells])
-    print(f"code {code_version()}; {args.histories} histories x {args.conversations} conversations")
+    print(
+        f"code {code_version()}; {args.histories} histories x {args.conversations} "
+        f"conversations; {args.wording} questions{', as_of sent' if args.as_of else ''}"
+    )
     print(table(["system", "questions", "n", *metrics], rows))
 
 
