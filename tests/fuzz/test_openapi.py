@@ -125,6 +125,8 @@ def _moments_are_servable(case: schemathesis.Case[Any], now_ms: int) -> bool:
         for message in messages:
             if isinstance(message.get("date"), str):
                 parse_moment(message["date"], field="date")
+        if isinstance(body.get("as_of"), str):
+            parse_moment(body["as_of"], field="as_of")
         for window in windows:
             start, end = window.get("from"), window.get("to")
             low = parse_moment(start, field="from") if isinstance(start, str) else None

@@ -94,6 +94,9 @@ def test_entries_tiers_and_dates_carry_the_bounds_the_server_enforces(vault: Vau
     window = component(vault, "DateSearchRequest")["properties"]
     assert string_branch(window["from"])["anyOf"] == ISO_MOMENT["anyOf"]
     assert string_branch(window["to"])["anyOf"] == ISO_MOMENT["anyOf"]
+    for model in ("SearchRequest", "PrepareRequest"):
+        as_of = component(vault, model)["properties"]["as_of"]
+        assert string_branch(as_of)["anyOf"] == ISO_MOMENT["anyOf"], model
     usage = document(vault)["paths"]["/v1/usage"]["get"]["parameters"]
     for parameter in (p for p in usage if p["in"] == "query"):
         assert string_branch(parameter["schema"])["anyOf"] == ISO_MOMENT["anyOf"]

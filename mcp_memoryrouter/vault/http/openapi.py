@@ -52,6 +52,8 @@ _PROPERTIES: dict[str, dict[str, Constraint]] = {
     "EntryIn": {"text": _ENTRY_TEXT},
     "CoversIn": {"from": _ISO_MOMENT, "to": _ISO_MOMENT},
     "DateSearchRequest": {"from": _ISO_MOMENT, "to": _ISO_MOMENT},
+    "SearchRequest": {"as_of": _ISO_MOMENT},
+    "PrepareRequest": {"as_of": _ISO_MOMENT},
 }
 # models that refuse unknown fields (``KeyCreateRequest._known_fields_only``)
 _CLOSED = ("KeyCreateRequest",)
