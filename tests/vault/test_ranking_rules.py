@@ -27,6 +27,8 @@ def named(question: str, as_of: int = NOW) -> tuple[str, str] | None:
         ("What did I cook in May?", ("2026-05-01", "2026-05-31")),
         ("what happened in July?", ("2025-07-01", "2025-07-31")),  # the latest July, last year
         ("what happened in March 2024", ("2024-03-01", "2024-03-31")),
+        ("who did I meet on May 3, 2023?", ("2023-05-01", "2023-05-31")),
+        ("what did I do on July 4th?", ("2025-07-01", "2025-07-31")),
         ("where was I two weeks ago", ("2026-05-29", "2026-06-04")),
         ("what did I eat 3 days ago", ("2026-06-12", "2026-06-12")),
         ("about a month ago", ("2026-05-01", "2026-05-31")),
@@ -114,3 +116,23 @@ def test_a_clearly_better_session_still_fills_the_page() -> None:
 def test_spread_keeps_an_order_given_to_the_newer() -> None:
     hits = newer_first([hit("old", 1.0, 1, session="x"), hit("new", 0.97, 20, session="y")])
     assert ids(spread(hits, 2)) == ["new", "old"]
+
+
+def test_after_the_head_the_page_follows_the_score() -> None:
+    hits = [hit(f"a{i}", 1.0 - i / 100, 1, session="a") for i in range(8)]
+    hits += [hit(f"s{i}", 0.9 - i / 100, 2 + i, session=f"s{i}") for i in range(6)]
+    page = ids(spread(hits, 10))
+    assert page[:5] == ["a0", "s0", "s1", "s2", "s3"]  # the head spreads over sessions
+    assert page[5:] == ["a1", "a2", "a3", "a4", "a5"]  # then the best of the rest, in order
+
+
+def test_a_reflection_gains_by_the_share_of_its_coverage_in_the_window() -> None:
+    day = 86_400_000
+    start = to_ms(datetime(2026, 1, 1, tzinfo=UTC))
+    window = (start + 9 * day, start + 19 * day - 1)  # ten days
+    wide = Memory("wide", 2, "wide", 10, start, start + 29 * day - 1)  # 29 days
+    inside = Memory("inside", 2, "inside", 10, *window)
+    found = in_time([ScoredMemory(wide, 1.0), ScoredMemory(inside, 1.0)], window)
+    boosted = {h.memory.id: h.score for h in found}
+    assert boosted["inside"] == pytest.approx(1.5)
+    assert boosted["wide"] == pytest.approx(1 + 0.5 * 10 / 29)

@@ -42,7 +42,7 @@ _RELATIVE = re.compile(r"\b(yesterday|today|(?:last|this|past)\s+(?:week|month|y
 _IN_MONTH = re.compile(
     r"\b(?:in|during|since|back in|on)\s+("
     + "|".join(sorted(_MONTHS, key=len, reverse=True))
-    + r")\b(?:\s+(\d{4}))?"
+    + r")\b(?:\s+\d{1,2}(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4})\b)?"
 )
 _IN_YEAR = re.compile(r"\b(?:in|during|back in)\s+((?:19|20)\d{2})\b")
 
