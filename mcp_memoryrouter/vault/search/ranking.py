@@ -195,22 +195,45 @@ def _one_message(a: Memory, b: Memory) -> bool:
     return then.seq - first.seq == 1 and len(head) == UNIT_OVERLAP_CHARS and head in first.content
 
 
+def _one_place_per_message(hits: Sequence[ScoredMemory]) -> list[ScoredMemory]:
+    """``hits`` without the units of a message whose better unit is already kept. Only the
+    units a unit can be one message with are compared (the one stored just before and after
+    it, and, for a full-size unit, the full-size ones kept): a search compares each candidate
+    with a few, not with all 150."""
+    kept: list[ScoredMemory] = []
+    by_seq: dict[tuple[object, ...], dict[int, Memory]] = {}
+    full: dict[tuple[object, ...], list[Memory]] = {}
+    for hit in hits:
+        memory = hit.memory
+        message = _message(memory)
+        if message is not None:
+            near = by_seq.get(message)
+            if near is None:
+                near = by_seq[message] = {}
+            elif _unit_of_one(memory, near, full.get(message, ())):
+                continue
+            near[memory.seq] = memory
+            if memory.tokens >= UNIT_TOKENS:
+                full.setdefault(message, []).append(memory)
+        kept.append(hit)
+    return kept
+
+
+def _unit_of_one(memory: Memory, near: dict[int, Memory], full: Sequence[Memory]) -> bool:
+    """Whether ``memory`` is a unit of a message one of whose units is already kept."""
+    for other in (near.get(memory.seq - 1), near.get(memory.seq + 1)):
+        if other is not None and _one_message(memory, other):
+            return True
+    return memory.tokens >= UNIT_TOKENS and any(_one_message(memory, o) for o in full)
+
+
 def spread(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
     """The best ``limit`` of ``hits`` (in their order, best first) as one page: the units of
     one message collapsed into its best unit; then the head's places filled by rank decayed
     by how many hits of its story the head already holds, the rest in order. A hit's rank is
     the lowest score at or above its place, so an order that is not by score alone (a near
     tie given to the newer) holds. Scores stay each hit's own."""
-    kept: list[ScoredMemory] = []
-    units: dict[tuple[object, ...], list[Memory]] = {}
-    for hit in hits:
-        message = _message(hit.memory)
-        if message is not None:
-            stored = units.setdefault(message, [])
-            if any(_one_message(hit.memory, other) for other in stored):
-                continue
-            stored.append(hit.memory)
-        kept.append(hit)
+    kept = _one_place_per_message(hits)
     ranks: list[float] = []
     for hit in kept:
         ranks.append(min(hit.score or 0.0, ranks[-1]) if ranks else (hit.score or 0.0))
