@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import statistics
@@ -53,6 +54,19 @@ def server(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def new_vault(data_dir: Path, name: str) -> str:
+    """A fresh vault's first key, minted by the CLI beside the running server."""
+    out = subprocess.run(
+        [sys.executable, "-m", "mcp_memoryrouter", "keys", "create", "--json", "--name", name],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir)},
+    )
+    key: str = json.loads(out.stdout)["key"]
+    return key
 
 
 def code_version() -> str:

@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -39,7 +37,7 @@ from mcp_types import CreateMessageRequestParams, CreateMessageResult, TextConte
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import code_version, server, table
+from bench.common import code_version, new_vault, server, table
 from bench.load import cpu_seconds, server_pid
 from mcp_memoryrouter import limits
 from tests.reflect.model_program import entries
@@ -75,19 +73,6 @@ def fill(base: str, key: str, count: int) -> None:
                 for i in range(start, min(count, start + 300))
             ]
             assert http.post("/v1/memory/ingest", json={"messages": batch}).status_code == 202
-
-
-def new_vault(data_dir: Path, name: str) -> str:
-    """A fresh vault's first key, minted by the CLI beside the running server."""
-    out = subprocess.run(
-        [sys.executable, "-m", "mcp_memoryrouter", "keys", "create", "--json", "--name", name],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir)},
-    )
-    key: str = json.loads(out.stdout)["key"]
-    return key
 
 
 async def one_run(url: str, key: str, how: str) -> dict[str, float]:

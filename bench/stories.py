@@ -32,6 +32,7 @@ import re
 import statistics
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,7 +42,7 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import code_version, server, table
+from bench.common import code_version, new_vault, server, table
 
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 KS = (5, 10)
@@ -358,7 +359,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, list[dict[str, float]]]
         for h in range(args.histories):
             rng = random.Random(args.seed * 1000 + h)
             convs, questions = generate(rng, args.conversations, args.wording == "plain")
-            vault_key = _new_vault(Path(tmp), f"history-{h}")
+            vault_key = new_vault(Path(tmp), f"history-{h}")
             http = httpx2.Client(
                 base_url=base, headers={"Authorization": f"Bearer {vault_key}"}, timeout=120
             )
@@ -405,26 +406,8 @@ def _session_of(where: dict[tuple[str, str], str], row: dict[str, object]) -> st
 
 
 def _wait_for_vectors(http: httpx2.Client) -> None:
-    import time
-
     while http.get("/v1/memory/stats").json()["pending_embeddings"]:
         time.sleep(0.5)
-
-
-def _new_vault(data_dir: Path, name: str) -> str:
-    import json
-    import os
-    import subprocess
-
-    out = subprocess.run(
-        [sys.executable, "-m", "mcp_memoryrouter", "keys", "create", "--json", "--name", name],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir)},
-    )
-    key: str = json.loads(out.stdout)["key"]
-    return key
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.rules.when import Window
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.search.ranking import (
     fuse,
@@ -43,7 +44,7 @@ class HybridSearch:
         limit: int,
         where: SearchFilter,
         embeddings: str | None,
-        named_time: tuple[int, int] | None = None,
+        named_time: Window | None = None,
     ) -> list[ScoredMemory]:
         """The ``limit`` best memories for ``query``, with the model ``embeddings`` names
         (the server's default when None; lexical only when the server has none)."""

@@ -169,13 +169,17 @@ class VaultService:
     ) -> tuple[list[ScoredMemory], Counters]:
         """``as_of``: when the question is asked (default now), for the time it names."""
         access.require_read()
-        named = when.window_in(query, self._clock() if as_of is None else as_of)
+        named = self._named_time(query, as_of)
         found = self._search(access.vault_id, query, limit, where, embeddings, named)
         hits = self._supported(access.vault_id, found)
         tokens = sum(h.memory.tokens for h in hits)
         if tokens:
             self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
         return hits, self._store.counters(access.vault_id)
+
+    def _named_time(self, query: str, as_of: int | None) -> when.Window | None:
+        """The window ``query`` names, counted from ``as_of`` (default now)."""
+        return when.window_in(query, self._clock() if as_of is None else as_of)
 
     def prepare(
         self,
@@ -188,7 +192,7 @@ class VaultService:
     ) -> tuple[tuple[str, int, int], Counters]:
         """A context block for the next model call: (context, memories found, est. tokens)."""
         access.require_read()
-        named = when.window_in(query, self._clock() if as_of is None else as_of)
+        named = self._named_time(query, as_of)
         hits = (
             self._search(access.vault_id, query, budget.items, where, embeddings, named)
             if query

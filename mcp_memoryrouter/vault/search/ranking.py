@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from mcp_memoryrouter import limits
+from mcp_memoryrouter.vault.rules import chunking
 from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory
 
 MAX_TERMS = 32
@@ -162,8 +163,8 @@ SPREAD_HEAD = 5
 # by its size (a split message's units are ~300 tokens) or, for its short last unit, by the
 # ~30 tokens it repeats from the unit before it (rules/chunking.py).
 UNITS_APART = 8
-UNIT_TOKENS = 200
-UNIT_OVERLAP_CHARS = 60
+UNIT_TOKENS = chunking.TARGET_TOKENS * 2 // 3  # a unit is cut at 70 % of the target or later
+UNIT_OVERLAP_CHARS = chunking.OVERLAP_TOKENS * 2  # half of what a unit repeats (~4 chars a token)
 
 
 def story(memory: Memory) -> str | None:
