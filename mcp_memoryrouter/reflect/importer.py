@@ -1,4 +1,5 @@
-"""Import an archive (see :mod:`reflect.archive`) into a vault.
+"""Import an archive (see :mod:`reflect.archive`), or a chat history (see
+:mod:`reflect.history`, :func:`import_history` at the end), into a vault.
 
 Raw memories go through ``POST /v1/memory/ingest`` with their dates and roles, in requests
 of at most 500 messages (and well under the 1 MiB body limit). Reflections are then
@@ -24,6 +25,7 @@ from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.reflect.archive import Archive, Numbered, ReflectionGroup
+from mcp_memoryrouter.reflect.history import History
 
 MAX_MESSAGES_PER_REQUEST = 500
 MAX_MARK_IDS = limits.MAX_DELETE_IDS  # ids the vault takes per import-consolidated request
@@ -156,3 +158,111 @@ async def _recreate(
     for reflection, created in zip(group.reflections, done.created, strict=True):
         ids.add(reflection.number, reflection.id, [created.id])
     report.reflections[group.tier] += len(done.created)
+
+
+# --- chat histories (see :mod:`reflect.history`) ----------------------------------------
+
+_OVERHEAD = 100  # role, date and punctuation of one message, as in ``_size``
+_PIECE_CHARS = MAX_REQUEST_BYTES - _OVERHEAD - 2  # escaped characters of one piece
+_WIDEST_ESCAPE = 12  # one character escaped as JSON: at most two \uXXXX
+
+
+@dataclass
+class HistoryReport:
+    messages: int  # messages the file holds to import (a piece of a huge one counts once)
+    conversations: int  # conversations with at least one
+    attachments: int  # skipped
+    system: int  # system, tool and hidden messages skipped
+    stored: int = 0  # memories the vault stored (it splits a long message into several)
+    duplicates: int = 0  # memories it already held
+
+
+def history_requests(history: History) -> list[schemas.IngestRequest]:
+    """The whole import as ingest requests: one conversation each, at most 500 messages and
+    ~768 KiB. A message too large for one request is sent as consecutive pieces (cut at line
+    ends, else anywhere), each under the limit, with the message's role and date."""
+    requests: list[schemas.IngestRequest] = []
+    for conversation in history.conversations:
+        batch: list[schemas.MessageIn] = []
+        size = 0
+        for message in conversation.messages:
+            for piece in _pieces(message.text):
+                piece_size = len(json.dumps(piece)) + _OVERHEAD
+                if batch and (
+                    len(batch) >= MAX_MESSAGES_PER_REQUEST or size + piece_size > MAX_REQUEST_BYTES
+                ):
+                    requests.append(_request(batch, conversation.session_id))
+                    batch, size = [], 0
+                batch.append(schemas.MessageIn(role=message.role, content=piece, date=message.date))
+                size += piece_size
+        if batch:
+            requests.append(_request(batch, conversation.session_id))
+    return requests
+
+
+def _request(batch: list[schemas.MessageIn], session: str) -> schemas.IngestRequest:
+    return schemas.IngestRequest(messages=batch, session_id=session)
+
+
+def _pieces(text: str) -> list[str]:
+    if len(json.dumps(text)) + _OVERHEAD <= MAX_REQUEST_BYTES:
+        return [text]
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        step = _PIECE_CHARS // _WIDEST_ESCAPE
+        bits = [line] if len(json.dumps(line)) - 2 <= _PIECE_CHARS else _cut(line, step)
+        for bit in bits:
+            bit_size = len(json.dumps(bit)) - 2
+            if current and size + bit_size > _PIECE_CHARS:
+                pieces.append("".join(current))
+                current, size = [], 0
+            current.append(bit)
+            size += bit_size
+    pieces.append("".join(current))
+    return [piece for piece in pieces if piece.strip()]
+
+
+def _cut(line: str, step: int) -> list[str]:
+    return [line[start : start + step] for start in range(0, len(line), step)]
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    history: History
+    requests: tuple[schemas.IngestRequest, ...]
+
+    @property
+    def size(self) -> int:
+        """Messages to send (a piece of a huge message counts as one)."""
+        return sum(len(request.messages) for request in self.requests)
+
+
+def plan_history(history: History) -> HistoryPlan:
+    """Every request of the import, built (and so checked) before the first is sent."""
+    return HistoryPlan(history, tuple(history_requests(history)))
+
+
+async def import_history(
+    client: VaultClient, plan: HistoryPlan, on_progress: Callable[[int], None] | None = None
+) -> HistoryReport:
+    """Send a planned chat history.
+
+    The vault skips a message it already holds (same role, session, date and text), so the
+    same file imported again stores nothing, and an interrupted import run again stores only
+    what it had not reached."""
+    history = plan.history
+    report = HistoryReport(
+        messages=history.size,
+        conversations=len(history.conversations),
+        attachments=history.skipped.attachments,
+        system=history.skipped.system,
+    )
+    for request in plan.requests:
+        done = await client.ingest(request)
+        report.stored += done.stored
+        report.duplicates += done.duplicates
+        if on_progress is not None:
+            on_progress(len(request.messages))
+    return report
