@@ -1,7 +1,10 @@
-"""``import`` and ``export``: a whole vault as JSONL (see :mod:`reflect.archive`) and back."""
+"""``import`` and ``export``: a whole vault as JSONL (see :mod:`reflect.archive`) and back;
+``import --from chatgpt|claude``: a chat history (see :mod:`reflect.history`)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -16,21 +19,49 @@ from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.reflect.archive import Archive, read_archive
 from mcp_memoryrouter.reflect.cli.options import vault_failure, vault_options
 from mcp_memoryrouter.reflect.export import export_vault
-from mcp_memoryrouter.reflect.importer import ImportReport, import_archive
+from mcp_memoryrouter.reflect.history import SOURCES, History, Source, read_history
+from mcp_memoryrouter.reflect.importer import (
+    HistoryReport,
+    ImportReport,
+    import_archive,
+    import_history,
+    plan_history,
+)
 
 
 @click.command("import")
 @vault_options
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["archive", *SOURCES]),
+    default="archive",
+    show_default=True,
+    help="What FILE is: a JSONL archive, or the conversations.json of a ChatGPT or Claude "
+    "data export.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-def import_command(api_url: str, key: str, file: Path, as_json: bool) -> None:
-    """Import a JSONL file: raw messages, or a whole vault written by `export`.
+def import_command(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
+    """Import a JSONL file (raw messages, or a whole vault written by `export`), or a chat
+    history exported by ChatGPT or Claude (--from chatgpt|claude FILE).
 
-    Each line is {"content": ..., "role"?: ..., "date"?: ..., "session_id"?: ...}; lines
-    from `export` also carry tier, importance, covers and sources, and their reflections
-    are recreated with their lineage. The whole file is checked first: a bad line stops
-    the import before anything is sent, naming the line. Import into an empty vault.
+    JSONL: each line is {"content": ..., "role"?: ..., "date"?: ..., "session_id"?: ...};
+    lines from `export` also carry tier, importance, covers and sources, and their
+    reflections are recreated with their lineage. Import into an empty vault.
+
+    A chat history: the user's and the assistant's messages of each conversation, in the
+    order and on the branch last shown, with their dates, one session per conversation
+    (chatgpt-ID, claude-ID). System, tool and hidden messages and attachments are skipped
+    and counted. Importing the same file again stores nothing new, so an interrupted
+    import is resumed by running it again.
+
+    The whole file is checked first: a bad line or conversation stops the import before
+    anything is sent, naming it.
     """
+    if source != "archive":
+        _import_history(api_url, key, file, "chatgpt" if source == "chatgpt" else "claude", as_json)
+        return
     archive = _read(file)
 
     async def run() -> ImportReport:
@@ -62,9 +93,61 @@ def _read(file: Path) -> Archive:
         with file.open(encoding="utf-8") as lines:
             return read_archive(lines)
     except MemoryRouterError as exc:
-        raise click.ClickException(f"{file}: {exc.message}") from exc
+        raise click.ClickException(f"{file}: {exc.message}{_export_hint(file)}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"cannot read {file}: {type(exc).__name__}: {exc}") from exc
+
+
+def _export_hint(file: Path) -> str:
+    """A JSON array is no archive: most likely a chat export given without --from."""
+    with contextlib.suppress(OSError, UnicodeDecodeError), file.open(encoding="utf-8-sig") as f:
+        if f.read(64).lstrip().startswith("["):
+            return " (a chat export's conversations.json? add --from chatgpt or --from claude)"
+    return ""
+
+
+def _import_history(api_url: str, key: str, file: Path, source: Source, as_json: bool) -> None:
+    plan = plan_history(_read_history(file, source))
+
+    async def run() -> HistoryReport:
+        client = VaultClient(api_url, key)
+        try:
+            length = max(plan.size, 1)
+            with click.progressbar(length=length, label="import", file=sys.stderr) as bar:
+                return await import_history(client, plan, on_progress=bar.update)
+        finally:
+            await client.aclose()
+
+    try:
+        report = anyio.run(run)
+    except MemoryRouterError as exc:
+        raise vault_failure(exc) from exc
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(report)))
+    else:
+        click.echo(
+            f"imported {report.stored} messages from {report.conversations} conversations "
+            f"({report.duplicates} duplicates, {report.attachments} attachments skipped, "
+            f"{report.system} system/tool messages skipped)"
+        )
+
+
+def _read_history(file: Path, source: Source) -> History:
+    """The whole file, parsed and checked; a click error names the file and the problem."""
+    name = "ChatGPT" if source == "chatgpt" else "Claude"
+    try:
+        value = json.loads(file.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(
+            f"{file}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            f"a {name} export's conversations.json is one JSON array"
+        ) from exc
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
+        raise click.ClickException(f"cannot read {file}: {type(exc).__name__}: {exc}") from exc
+    try:
+        return read_history(source, value)
+    except MemoryRouterError as exc:
+        raise click.ClickException(f"{file}: {exc.message}") from exc
 
 
 @click.command()
