@@ -54,6 +54,7 @@ from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.private import open_private, private_dir, private_file
+from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
 from mcp_memoryrouter.vault.app import build_service, create_vault_app, in_process
 from mcp_memoryrouter.vault.service import VaultService
 
@@ -230,6 +231,10 @@ def _serve(
     )
     guarded = guard(settings, endpoint, client, policy, clock)
     routes, oauth, closing = guarded.routes, guarded.oauth, guarded.closing
+    if settings.proxy == "on":
+        proxy = chat_proxy(settings, client, default_key)
+        routes += proxy.routes()
+        closing.append(proxy.aclose)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -254,6 +259,20 @@ def _serve(
         expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
     )
     return Server(public_cors(app, cors), client, service, oauth)
+
+
+def chat_proxy(settings: Settings, client: VaultClient, default_key: str | None) -> ChatProxy:
+    upstreams = Upstreams(
+        openai=settings.upstream_openai_url.rstrip("/"),
+        anthropic=settings.upstream_anthropic_url.rstrip("/"),
+        google=settings.upstream_google_url.rstrip("/"),
+    )
+    return ChatProxy(
+        client,
+        upstreams,
+        max_body_bytes=settings.proxy_max_body_bytes,
+        default_key=default_key,
+    )
 
 
 @dataclass

@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     oauth_audience: str | None = None  # default: the public /mcp URL
     oauth_vault_claim: str = "memoryrouter_vault"  # the claim naming a vault binding
     oauth_bindings_file: Path | None = None  # default: {data_dir}/oauth-bindings.json
+    # the chat proxy (docs/proxy.md): provider routes with memory; off removes the routes
+    proxy: Literal["on", "off"] = "on"
+    upstream_openai_url: str = "https://api.openai.com/v1"  # any OpenAI-compatible base URL
+    upstream_anthropic_url: str = "https://api.anthropic.com"
+    upstream_google_url: str = "https://generativelanguage.googleapis.com"
+    proxy_max_body_bytes: int = Field(default=limits.PROXY_MAX_BODY_BYTES, ge=1024)
 
     @property
     def base_url(self) -> str:

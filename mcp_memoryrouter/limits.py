@@ -22,6 +22,7 @@ MAX_BODY_BYTES = 1_048_576  # a request body above this is 413 (the default of t
 
 # --- search and prepare -----------------------------------------------------------------
 SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX = 10, 250
+PREPARE_QUERY_MESSAGES = 3  # prepare's query: the conversation's last three messages
 CONTEXT_LIMIT_MAX = 50  # prepare's context_limit: 1 to 50 items
 PREPARE_MAX_TOKENS = 200_000
 
@@ -68,3 +69,6 @@ MAX_SOURCE_IDS = 10_000  # sources an imported reflection links to
 
 # --- the MCP tools ----------------------------------------------------------------------
 STORE_MEMORY_CHARS = 100_000  # store_memory's text; longer histories go through REST ingest
+
+# --- the chat proxy ---------------------------------------------------------------------
+PROXY_MAX_BODY_BYTES = 32 * 1_048_576  # a chat request (images included) above this is 413

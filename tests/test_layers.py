@@ -50,11 +50,16 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     # reflect_memories runs the consolidation loop's own steps with the host's model
     "mcp": (["mcp"], ["foundation", "schemas", "client", "auth", "reflect"]),
     "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect"]),
+    # the chat proxy: provider calls with memory, the vault over HTTP like the MCP side
+    "proxy": (["proxy"], ["foundation", "schemas", "client"]),
     # composition roots
     "startup": (["startup"], ["foundation"]),
     "app": (
         ["app"],
-        ["foundation", "schemas", "config", "client", "auth", "mcp", "service", "vault root"],
+        [
+            *["foundation", "schemas", "config", "client", "auth", "mcp", "proxy"],
+            *["service", "vault root"],
+        ],
     ),
     "cli": (
         ["cli", "__main__"],
@@ -67,7 +72,13 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
 # Where settings come from the environment; everything else is handed its values.
 ENVIRONMENT_READERS = ["config", "app", "vault.app", "cli", "reflect.cli"]
 # The pure rules: time comes in as an argument, and nothing here touches the outside.
-PURE = ["vault.rules", "vault.search.ranking"]
+PURE = [
+    "vault.rules",
+    "vault.search.ranking",
+    "proxy.formats",
+    "proxy.events",
+    "proxy.options",
+]
 IO_LIBRARIES = ["sqlite3", "psycopg", "psycopg_pool", "httpx2", "socket", "subprocess", "os"]
 IO_LIBRARIES += ["fastapi", "starlette", "threading", "asyncio", "anyio", "time"]
 SCOPE_LITERAL = re.compile(r"memories:(read|write|reflect|delete)\b")

@@ -201,7 +201,10 @@ def prepare(
     if body.query is not None:
         query = body.query
     elif body.messages:
-        query = "\n\n".join(f"[{m.role.upper()}] {m.content}" for m in body.messages[-3:])
+        query = "\n\n".join(
+            f"[{m.role.upper()}] {m.content}"
+            for m in body.messages[-limits.PREPARE_QUERY_MESSAGES :]
+        )
     else:
         raise InvalidRequest("give query or messages", {"field": "query"})
     budget = budget_for(body.density, body.context_limit, body.max_tokens)

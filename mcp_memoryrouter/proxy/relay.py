@@ -1,0 +1,448 @@
+"""The chat proxy: a provider's own API, with the caller's memory before and after the call.
+
+An app points its OpenAI, Anthropic or Google client at this server instead of the
+provider and adds its memory key (``X-Memory-Key``). For each call:
+
+1. the key is checked with the vault (an unknown key is refused; the proxy is no open
+   relay), and the memory options are read from the headers (:mod:`proxy.options`);
+2. ``prepare`` runs over the conversation's last messages, and its context block is put
+   where the format keeps instructions (:mod:`proxy.formats`); nothing else in the body
+   changes, and a body is never translated into another provider's format;
+3. the call goes to the configured upstream with the provider's key as the client sent it;
+4. the provider's response goes back as it came, byte for byte (streams chunk by chunk, as
+   they arrive), with ``X-Memory-*`` headers added;
+5. the user's new message and the answer are stored (``ingest``), for a stream once it has
+   ended complete: a stream cut short, or an error status, stores nothing.
+
+The memory side never blocks a call: if the vault cannot answer, the call goes on without
+memory and ``X-Memory-Status: unavailable`` says why. Refused up front are only what the
+vault would refuse anyway: no key or an unknown one (401), a bad option header (400), a key
+over its rate limit (429, with ``Retry-After``). The vault is reached only through
+:class:`~mcp_memoryrouter.client.VaultClient`, as the MCP side reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from mcp_memoryrouter import schemas
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.errors import (
+    InvalidRequest,
+    MemoryRouterError,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    TransportFailure,
+    Unauthorized,
+)
+from mcp_memoryrouter.limits import PREPARE_QUERY_MESSAGES
+from mcp_memoryrouter.proxy.events import EventReader
+from mcp_memoryrouter.proxy.formats import ANTHROPIC, GOOGLE, OPENAI, Assembly, Format, Turn
+from mcp_memoryrouter.proxy.options import (
+    MEMORY_KEY,
+    OWN_HEADERS,
+    PROVIDER_KEY,
+    Options,
+    debt_header,
+    header_text,
+    options,
+)
+
+log = logging.getLogger("mcp_memoryrouter.proxy")
+
+# RFC 9110 §7.6.1: never forwarded either way. Content-Length is recomputed; Accept-Encoding
+# is replaced by identity, so the bytes the client gets are the bytes the proxy reads.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
+# This server's own: uvicorn writes them on every response.
+OWN_RESPONSE_HEADERS = frozenset({"date", "server"})
+GOOGLE_VERSIONS = frozenset({"v1", "v1beta", "v1alpha"})
+GOOGLE_CALLS = (":generateContent", ":streamGenerateContent")
+UPSTREAM_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)  # answers may think for minutes
+
+
+@dataclass(frozen=True)
+class Upstreams:
+    """Where each format's calls go: OpenAI's base includes its ``/v1`` (as the OpenAI SDK's
+    base URL does, so any OpenAI-compatible server fits); Anthropic's and Google's are
+    origins, and the request's own path follows them."""
+
+    openai: str = "https://api.openai.com/v1"
+    anthropic: str = "https://api.anthropic.com"
+    google: str = "https://generativelanguage.googleapis.com"
+
+
+@dataclass
+class Report:
+    """What memory did for one call, told back in the response headers."""
+
+    mode: str
+    status: str = "ok"  # ok | off | unavailable
+    problem: str | None = None
+    retrieved: int = 0
+    tokens_retrieved: int = 0
+    tokens_injected: int = 0
+    stored: int | None = None  # None: not known when the headers left (a stream)
+    debt: str | None = None
+    session: str | None = None
+
+    def failed(self, what: str, error: Exception) -> None:
+        self.status = "unavailable"
+        message = error.message if isinstance(error, MemoryRouterError) else str(error)
+        self.problem = f"{what}: {message}"
+        log.warning("chat proxy: memory %s", self.problem)
+
+    def headers(self) -> dict[str, str]:
+        found = {
+            "x-memory-mode": self.mode,
+            "x-memory-status": self.status,
+            "x-memory-memories-retrieved": str(self.retrieved),
+            "x-memory-tokens-retrieved": str(self.tokens_retrieved),
+            "x-memory-tokens-injected": str(self.tokens_injected),
+        }
+        if self.problem:
+            found["x-memory-problem"] = header_text(self.problem)
+        if self.stored is not None:
+            found["x-memory-stored"] = str(self.stored)
+        if self.debt:
+            found["x-memory-reflection-debt"] = self.debt
+        if self.session:
+            found["x-session-id"] = header_text(self.session, 200)
+        return found
+
+
+@dataclass
+class Call:
+    """One proxied call on its way: its format, body and the memory side's state."""
+
+    format: Format
+    payload: dict[str, Any] | None
+    options: Options
+    report: Report
+    vault: VaultClient  # with the caller's key
+    asked_at: float
+    retrieves: bool = False
+    stores: bool = False
+
+
+class ChatProxy:
+    """The proxy routes (see the module's docstring). ``vault`` is the client without a
+    key; ``http`` reaches the upstreams; ``default_key`` serves calls that bring none (a
+    local server with MEMORYROUTER_AUTH=none)."""
+
+    def __init__(
+        self,
+        vault: VaultClient,
+        upstreams: Upstreams,
+        *,
+        max_body_bytes: int,
+        default_key: str | None = None,
+        http: httpx2.AsyncClient | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._vault = vault
+        self._upstreams = upstreams
+        self._max_body = max_body_bytes
+        self._default_key = default_key
+        self._http = http or httpx2.AsyncClient(timeout=UPSTREAM_TIMEOUT)
+        self._clock = clock
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/v1/chat/completions", self._openai, methods=["POST"]),
+            Route("/v1/messages", self._anthropic, methods=["POST"]),
+            Route("/{version}/models/{call}", self._google, methods=["POST"]),
+        ]
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # --- the three formats --------------------------------------------------------------
+
+    async def _openai(self, request: Request) -> Response:
+        return await self._relay(request, OPENAI, self._upstreams.openai + "/chat/completions")
+
+    async def _anthropic(self, request: Request) -> Response:
+        return await self._relay(request, ANTHROPIC, self._upstreams.anthropic + "/v1/messages")
+
+    async def _google(self, request: Request) -> Response:
+        version, call = request.path_params["version"], request.path_params["call"]
+        if version not in GOOGLE_VERSIONS or not call.endswith(GOOGLE_CALLS):
+            return _refusal(NotFound(f"no such route: {request.url.path}"))
+        return await self._relay(request, GOOGLE, self._upstreams.google + request.url.path)
+
+    # --- one call -----------------------------------------------------------------------
+
+    async def _relay(self, request: Request, fmt: Format, target: str) -> Response:
+        asked_at = self._clock()
+        try:
+            body = await self._body(request)
+            key = request.headers.get(MEMORY_KEY) or self._default_key
+            if not key:
+                raise Unauthorized(
+                    "missing memory key: send it in the X-Memory-Key header (the provider's "
+                    "key goes where the provider expects it, or in X-Provider-Key)"
+                )
+            chosen = options(request.headers)
+            call = await self._open(fmt, body, key, chosen, asked_at)
+            forwarded = await self._remember_before(call, body)
+        except MemoryRouterError as refused:
+            return _refusal(refused)
+        upstream = self._http.build_request(
+            "POST",
+            target,
+            params=request.url.query or None,
+            content=forwarded,
+            headers=_upstream_headers(request, fmt),
+        )
+        try:
+            response = await self._http.send(upstream, stream=True)
+        except httpx2.HTTPError as exc:
+            where = httpx2.URL(target).copy_with(query=None)
+            return _refusal(
+                TransportFailure(
+                    f"cannot reach the provider at {where}: {type(exc).__name__}: {exc}",
+                    {"upstream": str(where)},
+                )
+            )
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return Relayed(self, call, response)
+        try:
+            content = await response.aread()
+        except httpx2.HTTPError:
+            await response.aclose()
+            return _refusal(TransportFailure("the provider's answer was cut short"))
+        finally:
+            await response.aclose()
+        if response.is_success:
+            await self._remember_after(call, call.format.answer(_parsed(content)))
+        else:
+            call.report.stored = 0  # an error stores no half turn
+        relayed = Response(content, status_code=response.status_code)
+        relayed.raw_headers += _downstream_headers(response.headers, call.report)
+        return relayed
+
+    async def _body(self, request: Request) -> bytes:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_body:
+            raise _too_large(self._max_body)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self._max_body:
+                raise _too_large(self._max_body)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _open(
+        self, fmt: Format, body: bytes, key: str, chosen: Options, asked_at: float
+    ) -> Call:
+        """The call with its key checked: unknown keys are refused; a vault that cannot
+        answer leaves the call without memory."""
+        report = Report(mode=chosen.mode, session=chosen.session_id)
+        vault = self._vault.with_key(key)
+        call = Call(fmt, _parsed_object(body), chosen, report, vault, asked_at)
+        try:
+            info = await vault.key_info()
+        except (Unauthorized, InvalidRequest):
+            raise
+        except MemoryRouterError as exc:
+            report.failed("the vault cannot check the key", exc)
+            return call
+        if chosen.mode == "off" or info.mode == "off":
+            report.status = "off"
+            return call
+        if call.payload is None:
+            report.status, report.problem = "off", "the body is not a JSON object"
+            return call
+        call.retrieves = chosen.retrieves and info.mode in ("full", "read")
+        call.stores = chosen.stores and not info.read_only and info.mode in ("full", "write")
+        return call
+
+    async def _remember_before(self, call: Call, body: bytes) -> bytes:
+        """The body to forward: with the memory block when there is one, else as sent."""
+        payload, report = call.payload, call.report
+        if payload is None:
+            return body
+        changed = call.format.strip_opt_outs(payload)
+        turns = call.format.turns(payload)
+        if call.retrieves and turns:
+            try:
+                prepared = await call.vault.prepare(_prepare_request(call, turns))
+            except RateLimited:
+                raise
+            except MemoryRouterError as exc:
+                report.failed("retrieval failed", exc)
+            else:
+                report.debt = debt_header(prepared.reflection)
+                report.retrieved = prepared.memories_found
+                report.tokens_retrieved = prepared.est_tokens
+                if prepared.context.strip():
+                    call.format.inject(payload, prepared.context)
+                    report.tokens_injected = prepared.est_tokens
+                    changed = True
+        # untouched bodies travel as their own bytes
+        return json.dumps(payload, ensure_ascii=False).encode() if changed else body
+
+    async def _remember_after(self, call: Call, answer: str) -> None:
+        """Store the user's new message and the answer (never a failed or partial call)."""
+        report = call.report
+        if call.payload is None or not call.stores:
+            report.stored = 0
+            return
+        messages = []
+        newest: Turn | None = call.format.newest(call.payload)
+        if newest is not None and newest.stored:
+            messages.append(
+                schemas.MessageIn(role="user", content=newest.text, date=_iso(call.asked_at))
+            )
+        if answer:
+            messages.append(
+                schemas.MessageIn(role="assistant", content=answer, date=_iso(self._clock()))
+            )
+        if not messages:
+            report.stored = 0
+            return
+        try:
+            stored = await call.vault.ingest(
+                schemas.IngestRequest(messages=messages, session_id=call.options.session_id)
+            )
+        except MemoryRouterError as exc:
+            report.failed("the turn was not stored", exc)
+            report.stored = 0
+            return
+        report.stored = stored.stored
+        report.debt = debt_header(stored.reflection)
+
+
+class Relayed(Response):
+    """A provider's stream passed through as it arrives: each chunk goes to the client when
+    it comes; the answer is put together beside it and stored once the stream has ended
+    complete (before the response's end is sent, after its last byte). A stream the
+    provider cuts short is cut short for the client too."""
+
+    def __init__(self, proxy: ChatProxy, call: Call, upstream: httpx2.Response) -> None:
+        super().__init__(status_code=upstream.status_code)
+        self._proxy = proxy
+        self._call = call
+        self._upstream = upstream
+        self.raw_headers = _downstream_headers(upstream.headers, call.report)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        call, upstream = self._call, self._upstream
+        reader, assembly = EventReader(), Assembly()
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        try:
+            async for chunk in upstream.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                for event in reader.feed(chunk):
+                    call.format.feed(assembly, event)
+        except httpx2.HTTPError as exc:
+            log.warning("chat proxy: the provider's stream broke off: %s", type(exc).__name__)
+            return  # the client's stream ends without its last chunk, as the provider's did
+        except OSError:
+            return  # the client went away: nothing complete to store
+        finally:
+            await upstream.aclose()
+        if upstream.is_success and assembly.complete and not assembly.failed:
+            await self._proxy._remember_after(call, assembly.text)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _prepare_request(call: Call, turns: list[Turn]) -> schemas.PrepareRequest:
+    chosen = call.options
+    return schemas.PrepareRequest(
+        messages=[
+            schemas.MessageIn(role=t.role, content=t.text) for t in turns[-PREPARE_QUERY_MESSAGES:]
+        ],
+        session_id=chosen.session_id,
+        context_limit=chosen.context_limit,
+        tiers=chosen.tiers,
+        importance=chosen.importance,
+    )
+
+
+def _upstream_headers(request: Request, fmt: Format) -> dict[str, str]:
+    headers = {
+        name: value
+        for name, value in request.headers.items()
+        if name not in HOP_BY_HOP and name not in OWN_HEADERS
+    }
+    headers["accept-encoding"] = "identity"
+    provider_key = request.headers.get(PROVIDER_KEY)
+    if provider_key:
+        headers[fmt.provider_key_header] = fmt.provider_key_prefix + provider_key
+    return headers
+
+
+def _downstream_headers(upstream: httpx2.Headers, report: Report) -> list[tuple[bytes, bytes]]:
+    """The provider's headers (each as often as it came), then the memory side's."""
+    passed = [
+        (name.lower(), value)
+        for name, value in upstream.multi_items()
+        if name.lower() not in HOP_BY_HOP and name.lower() not in OWN_RESPONSE_HEADERS
+    ]
+    return [
+        (name.encode("latin-1"), value.encode("latin-1"))
+        for name, value in [*passed, *report.headers().items()]
+    ]
+
+
+def _parsed(content: bytes) -> Any:
+    try:
+        return json.loads(content)
+    except ValueError:
+        return None
+
+
+def _parsed_object(content: bytes) -> dict[str, Any] | None:
+    parsed = _parsed(content)
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _iso(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"the request body is larger than the proxy's limit of {limit} bytes",
+        {"limit_bytes": limit},
+    )
+
+
+def _refusal(error: MemoryRouterError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else {}
+    if isinstance(error, RateLimited):
+        headers["Retry-After"] = str(error.details.get("retry_after", 1))
+    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
