@@ -150,6 +150,7 @@ class Call:
     asked_at: float
     retrieves: bool = False
     stores: bool = False
+    newest: Turn | None = None  # the user's new message, read before opt-outs are stripped
 
 
 class ChatProxy:
@@ -291,6 +292,7 @@ class ChatProxy:
         payload, report = call.payload, call.report
         if payload is None:
             return body
+        call.newest = call.format.newest(payload)
         changed = call.format.strip_opt_outs(payload)
         turns = call.format.turns(payload)
         if call.retrieves and turns:
@@ -318,7 +320,7 @@ class ChatProxy:
             report.stored = 0
             return
         messages = []
-        newest: Turn | None = call.format.newest(call.payload)
+        newest = call.newest
         if newest is not None and newest.stored:
             messages.append(
                 schemas.MessageIn(role="user", content=newest.text, date=_iso(call.asked_at))
