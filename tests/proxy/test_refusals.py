@@ -54,7 +54,7 @@ def call(
     key: str | None = "",
     stream: bool = False,
     body: dict[str, Any] | None = None,
-    **headers: str,
+    headers: dict[str, str] | None = None,
 ) -> httpx2.Response:
     path, default = CALLS[fmt]
     body = json.loads(json.dumps(body or default))
@@ -71,7 +71,7 @@ def call(
     return httpx2.post(
         proxied.url + path,
         json=body,
-        headers={**provider, **memory, **headers},
+        headers={**provider, **memory, **(headers or {})},
         timeout=30,
     )
 
@@ -90,7 +90,7 @@ def direct(proxied: Proxied, fmt: str, model: str) -> httpx2.Response:
 
 def test_read_mode_retrieves_but_stores_nothing(proxied: Proxied) -> None:
     proxied.remember(FACT)
-    response = call(proxied, "openai", **{"X-Memory-Mode": "read"})
+    response = call(proxied, "openai", headers={"X-Memory-Mode": "read"})
     assert response.status_code == 200
     assert FACT in json.dumps(proxied.upstream.last.json)
     assert response.headers["x-memory-mode"] == "read"
@@ -101,7 +101,7 @@ def test_read_mode_retrieves_but_stores_nothing(proxied: Proxied) -> None:
 @pytest.mark.parametrize("fmt", sorted(CALLS))
 def test_off_mode_neither_retrieves_nor_stores(proxied: Proxied, fmt: str) -> None:
     proxied.remember(FACT)
-    response = call(proxied, fmt, stream=True, **{"X-Memory-Mode": "off"})
+    response = call(proxied, fmt, stream=True, headers={"X-Memory-Mode": "off"})
     assert response.status_code == 200
     assert response.headers["x-memory-status"] == "off"
     assert FACT not in json.dumps(proxied.upstream.last.json)
@@ -110,7 +110,7 @@ def test_off_mode_neither_retrieves_nor_stores(proxied: Proxied, fmt: str) -> No
 
 def test_write_mode_and_key_suffixes(proxied: Proxied) -> None:
     proxied.remember(FACT)
-    written = call(proxied, "anthropic", **{"X-Memory-Mode": "write"})
+    written = call(proxied, "anthropic", headers={"X-Memory-Mode": "write"})
     assert written.headers["x-memory-memories-retrieved"] == "0"
     assert FACT not in json.dumps(proxied.upstream.last.json)
     assert written.headers["x-memory-stored"] == "2"
@@ -150,7 +150,7 @@ def test_a_bad_option_header_is_refused_naming_it(proxied: Proxied) -> None:
         ("X-Memory-Tiers", "1,4"),
         ("X-Memory-Importance", "high"),
     ]:
-        response = call(proxied, "openai", **{header: value})
+        response = call(proxied, "openai", headers={header: value})
         assert response.status_code == 400
         assert response.json()["error"]["details"]["field"] == header
         assert header in response.json()["error"]["message"]
@@ -160,7 +160,7 @@ def test_a_bad_option_header_is_refused_naming_it(proxied: Proxied) -> None:
 def test_options_reach_prepare(proxied: Proxied) -> None:
     proxied.remember(FACT, "My dog Biscuit was adopted in 2019 from a shelter in Hove")
     wide = call(proxied, "openai")
-    narrow = call(proxied, "openai", **{"X-Context-Limit": "1", "X-Memory-Tiers": "2,3"})
+    narrow = call(proxied, "openai", headers={"X-Context-Limit": "1", "X-Memory-Tiers": "2,3"})
     assert int(wide.headers["x-memory-memories-retrieved"]) >= 2
     assert narrow.headers["x-memory-memories-retrieved"] == "0"  # no reflections yet
 
