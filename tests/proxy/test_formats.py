@@ -65,7 +65,7 @@ def test_google_skips_thoughts_and_marks_the_end() -> None:
     last = {"candidates": [{"content": {"parts": [{"text": "there"}]}, "finishReason": "STOP"}]}
     GOOGLE.feed(assembly, json.dumps(last))
     assert (assembly.text, assembly.complete) == ("Hi there", True)
-    body = {
+    body: dict[str, Any] = {
         "contents": [{"parts": [{"text": "q"}]}],
         "system_instruction": {"parts": [{"text": "s"}]},
     }
