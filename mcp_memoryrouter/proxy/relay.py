@@ -11,8 +11,11 @@ provider and adds its memory key (``X-Memory-Key``). For each call:
 3. the call goes to the configured upstream with the provider's key as the client sent it;
 4. the provider's response goes back as it came, byte for byte (streams chunk by chunk, as
    they arrive), with ``X-Memory-*`` headers added;
-5. the user's new message and the answer are stored (``ingest``), for a stream once it has
-   ended complete: a stream cut short, or an error status, stores nothing.
+5. once the response has gone (the caller never waits for it), the user's new message and
+   the answer are stored (``ingest``), for a stream once it has ended complete: a stream cut
+   short, or an error status, stores nothing. ``X-Memory-Store`` says beforehand what will
+   be stored: ``turn``, ``answer`` (the user's message opted out, or carried a tool's
+   result) or ``none``.
 
 The memory side never blocks a call: if the vault cannot answer, the call goes on without
 memory and ``X-Memory-Status: unavailable`` says why. Refused up front are only what the
@@ -23,6 +26,7 @@ over its rate limit (429, with ``Retry-After``). The vault is reached only throu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -32,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -109,7 +114,7 @@ class Report:
     retrieved: int = 0
     tokens_retrieved: int = 0
     tokens_injected: int = 0
-    stored: int | None = None  # None: not known when the headers left (a stream)
+    store: str = "none"  # what is stored once the answer is complete: turn | answer | none
     debt: str | None = None
     session: str | None = None
 
@@ -129,8 +134,7 @@ class Report:
         }
         if self.problem:
             found["x-memory-problem"] = header_text(self.problem)
-        if self.stored is not None:
-            found["x-memory-stored"] = str(self.stored)
+        found["x-memory-store"] = self.store
         if self.debt:
             found["x-memory-reflection-debt"] = self.debt
         if self.session:
@@ -233,6 +237,7 @@ class ChatProxy:
                     {"upstream": str(where)},
                 )
             )
+        call.report.store = self._what_is_stored(call) if response.is_success else "none"
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             return Relayed(self, call, response)
         try:
@@ -242,11 +247,10 @@ class ChatProxy:
             return _refusal(TransportFailure("the provider's answer was cut short"))
         finally:
             await response.aclose()
-        if response.is_success:
-            await self._remember_after(call, call.format.answer(_parsed(content)))
-        else:
-            call.report.stored = 0  # an error stores no half turn
-        relayed = Response(content, status_code=response.status_code)
+        after = None
+        if call.report.store != "none":  # stored once the answer has gone
+            after = BackgroundTask(self._remember_after, call, call.format.answer(_parsed(content)))
+        relayed = Response(content, status_code=response.status_code, background=after)
         relayed.raw_headers += _downstream_headers(response.headers, call.report)
         return relayed
 
@@ -313,15 +317,21 @@ class ChatProxy:
         # untouched bodies travel as their own bytes
         return json.dumps(payload, ensure_ascii=False).encode() if changed else body
 
-    async def _remember_after(self, call: Call, answer: str) -> None:
-        """Store the user's new message and the answer (never a failed or partial call)."""
-        report = call.report
+    @staticmethod
+    def _what_is_stored(call: Call) -> str:
         if call.payload is None or not call.stores:
-            report.stored = 0
+            return "none"
+        newest = call.newest
+        return "turn" if newest is not None and newest.stored else "answer"
+
+    async def _remember_after(self, call: Call, answer: str) -> None:
+        """Store what ``X-Memory-Store`` promised: the user's new message (unless it opted
+        out) and the answer. A failure is logged: the caller has its answer already."""
+        if call.report.store == "none":
             return
         messages = []
         newest = call.newest
-        if newest is not None and newest.stored:
+        if call.report.store == "turn" and newest is not None:
             messages.append(
                 schemas.MessageIn(role="user", content=newest.text, date=_iso(call.asked_at))
             )
@@ -330,25 +340,20 @@ class ChatProxy:
                 schemas.MessageIn(role="assistant", content=answer, date=_iso(self._clock()))
             )
         if not messages:
-            report.stored = 0
             return
         try:
-            stored = await call.vault.ingest(
+            await call.vault.ingest(
                 schemas.IngestRequest(messages=messages, session_id=call.options.session_id)
             )
         except MemoryRouterError as exc:
-            report.failed("the turn was not stored", exc)
-            report.stored = 0
-            return
-        report.stored = stored.stored
-        report.debt = debt_header(stored.reflection)
+            call.report.failed("the turn was not stored", exc)
 
 
 class Relayed(Response):
     """A provider's stream passed through as it arrives: each chunk goes to the client when
     it comes; the answer is put together beside it and stored once the stream has ended
-    complete (before the response's end is sent, after its last byte). A stream the
-    provider cuts short is cut short for the client too."""
+    complete and the response's end has gone. A stream the provider cuts short is cut short
+    for the client too, and stores nothing."""
 
     def __init__(self, proxy: ChatProxy, call: Call, upstream: httpx2.Response) -> None:
         super().__init__(status_code=upstream.status_code)
@@ -375,9 +380,11 @@ class Relayed(Response):
             return  # the client went away: nothing complete to store
         finally:
             await upstream.aclose()
-        if upstream.is_success and assembly.complete and not assembly.failed:
+        # every byte has reached the client; a client gone now misses only the end
+        with contextlib.suppress(OSError):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if assembly.complete and not assembly.failed:
             await self._proxy._remember_after(call, assembly.text)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _prepare_request(call: Call, turns: list[Turn]) -> schemas.PrepareRequest:

@@ -45,9 +45,12 @@ class HybridSearch:
         where: SearchFilter,
         embeddings: str | None,
         named_time: Window | None = None,
+        *,
+        meaning: str | None = None,
     ) -> list[ScoredMemory]:
         """The ``limit`` best memories for ``query``, with the model ``embeddings`` names
-        (the server's default when None; lexical only when the server has none)."""
+        (the server's default when None; lexical only when the server has none). The vector
+        side embeds ``meaning`` when given (prepare's newest message), else ``query``."""
         embedder = self._embedders.get(self._embedders.resolve(embeddings))
         depth = max(limit * 3, CANDIDATES)
         terms = query_terms(query)
@@ -61,7 +64,9 @@ class HybridSearch:
                 self._store.search_lexical, vault_id, terms, depth, where
             )
             try:
-                vector = VectorQuery(embedder.model_id, embedder.dim, embedder.embed([query])[0])
+                vector = VectorQuery(
+                    embedder.model_id, embedder.dim, embedder.embed([meaning or query])[0]
+                )
                 dense = self._store.search_vectors(vault_id, vector, depth, where)
             finally:
                 lexical = pending.result()

@@ -189,12 +189,16 @@ class VaultService:
         where: SearchFilter,
         embeddings: str | None = None,
         as_of: int | None = None,
+        meaning: str | None = None,
     ) -> tuple[tuple[str, int, int], Counters]:
-        """A context block for the next model call: (context, memories found, est. tokens)."""
+        """A context block for the next model call: (context, memories found, est. tokens).
+        ``meaning`` is what the vector side embeds when it is not the whole ``query``."""
         access.require_read()
         named = self._named_time(query, as_of)
         hits = (
-            self._search(access.vault_id, query, budget.items, where, embeddings, named)
+            self._search(
+                access.vault_id, query, budget.items, where, embeddings, named, meaning=meaning
+            )
             if query
             else []
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,23 @@ class Proxied:
         if session:
             body["session_id"] = session
         self.vault("POST", "/v1/memory/ingest", json=body)
+
+    def stored_after(self, count: int, seconds: float = 10.0) -> list[dict[str, Any]]:
+        """The raw memories once there are ``count`` of them (a proxied turn is stored after
+        its response has gone, so a moment after the client has it)."""
+        deadline = time.monotonic() + seconds
+        while len(rows := self.stored()) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(rows) == count, [r["content"] for r in rows]
+        return rows
+
+    def settled(self, count: int) -> list[dict[str, Any]]:
+        """The raw memories, checked to stay ``count`` for a while (nothing more arrives)."""
+        for _ in range(10):
+            rows = self.stored()
+            assert len(rows) == count, [r["content"] for r in rows]
+            time.sleep(0.05)
+        return rows
 
     def stored(self, key: str | None = None) -> list[dict[str, Any]]:
         """Every raw memory of the vault, oldest first."""

@@ -4,7 +4,8 @@ non-streaming and streaming, in front of a provider double over real HTTP.
 Each test makes the same call twice, once straight to the provider double and once through
 the proxy, and compares what the provider received (the memory block where the format keeps
 instructions, and nothing else changed) and what the client got back (the provider's own
-bytes). Then the turn is in the vault, and the debt header matches the vault's stats.
+bytes). Then the turn is in the vault (stored once the response has gone), and the debt
+header is the vault's own debt as the call found it (GET /v1/memory/stats).
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ def injected(proxied: Proxied) -> str:
 
 
 def assert_turn_stored(
-    proxied: Proxied, question: str = QUESTION, session: str | None = None
+    proxied: Proxied, question: str = QUESTION, session: str | None = None, before: int = 1
 ) -> None:
-    rows = proxied.stored()
+    rows = proxied.stored_after(before + 2)
     assert [(r["role"], r["content"]) for r in rows[-2:]] == [
         ("user", question),
         ("assistant", ANSWER),
@@ -112,9 +113,8 @@ def assert_headers_passed(direct: dict[str, str], relayed: dict[str, str]) -> No
     assert not [k for k in relayed if k.startswith("x-memory") or k == "x-session-id"]
 
 
-def assert_debt_matches(proxied: Proxied, header: str) -> None:
+def assert_debt_matches(stats: dict[str, Any], header: str) -> None:
     debt = json.loads(header)
-    stats = proxied.vault("GET", "/v1/memory/stats")["reflection"]
     raw, tier2 = stats["unconsolidated"]["raw"], stats["unconsolidated"]["tier2"]
     assert debt == {
         "raw_units": raw["units"],
@@ -152,6 +152,7 @@ def test_openai_chat_gets_memory_in_a_system_message_and_the_turn_is_stored(
         model="gpt-test", messages=messages, **extra
     )
     sent, direct_headers = proxied.upstream.last.json, proxied.upstream.last.headers
+    found = proxied.vault("GET", "/v1/memory/stats")["reflection"]
     raw = openai_client(proxied.url, proxied.key).chat.completions.with_raw_response.create(
         model="gpt-test", messages=messages, **extra
     )
@@ -164,9 +165,11 @@ def test_openai_chat_gets_memory_in_a_system_message_and_the_turn_is_stored(
     assert raw.parse().model_dump() == direct.model_dump()
     assert raw.headers["x-memory-status"] == "ok"
     assert int(raw.headers["x-memory-memories-retrieved"]) >= 1
-    assert raw.headers["x-memory-stored"] == "2"
+    assert raw.headers["x-memory-store"] == "turn"
+    assert_debt_matches(found, raw.headers["x-memory-reflection-debt"])
     assert_turn_stored(proxied)
-    assert_debt_matches(proxied, raw.headers["x-memory-reflection-debt"])
+    after = proxied.vault("GET", "/v1/memory/stats")["reflection"]
+    assert after["unconsolidated"]["raw"]["units"] == found["unconsolidated"]["raw"]["units"] + 2
 
 
 def test_openai_stream_passes_every_chunk_and_stores_the_assembled_answer(
@@ -188,7 +191,7 @@ def test_openai_stream_passes_every_chunk_and_stores_the_assembled_answer(
     assert FACT in received["messages"][0]["content"]
     assert "cat" not in received["messages"][0]["content"]
     assert received["stream"] is True
-    assert_turn_stored(proxied, session="chat-42")
+    assert_turn_stored(proxied, session="chat-42", before=2)
 
 
 def test_a_stream_reaches_the_client_byte_for_byte(proxied: Proxied) -> None:
@@ -210,8 +213,8 @@ def test_a_stream_reaches_the_client_byte_for_byte(proxied: Proxied) -> None:
     assert relayed.headers["x-request-id"] == "req_upstream_1"
     # a stream's headers leave before the answer is stored: the debt is the one before it
     assert json.loads(relayed.headers["x-memory-reflection-debt"])["raw_units"] == 0
-    assert "x-memory-stored" not in relayed.headers
-    assert_turn_stored(proxied)
+    assert relayed.headers["x-memory-store"] == "turn"
+    assert_turn_stored(proxied, before=0)
 
 
 # --- Anthropic ----------------------------------------------------------------------------
@@ -234,6 +237,7 @@ def test_anthropic_messages_get_memory_after_the_cached_system_blocks(proxied: P
 
     direct = anthropic_client(proxied.upstream_url, None).messages.create(**kwargs)
     sent, direct_headers = proxied.upstream.last.json, proxied.upstream.last.headers
+    found = proxied.vault("GET", "/v1/memory/stats")["reflection"]
     raw = anthropic_client(proxied.url, proxied.key).messages.with_raw_response.create(**kwargs)
     received = proxied.upstream.last.json
 
@@ -242,8 +246,8 @@ def test_anthropic_messages_get_memory_after_the_cached_system_blocks(proxied: P
     assert without_memory("anthropic", received, context) == sent
     assert raw.parse().model_dump() == direct.model_dump()
     assert_headers_passed(direct_headers, proxied.upstream.last.headers)
+    assert_debt_matches(found, raw.headers["x-memory-reflection-debt"])
     assert_turn_stored(proxied)
-    assert_debt_matches(proxied, raw.headers["x-memory-reflection-debt"])
 
 
 def test_anthropic_stream_with_a_string_system_prompt(proxied: Proxied) -> None:

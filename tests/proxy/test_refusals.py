@@ -94,8 +94,8 @@ def test_read_mode_retrieves_but_stores_nothing(proxied: Proxied) -> None:
     assert response.status_code == 200
     assert FACT in json.dumps(proxied.upstream.last.json)
     assert response.headers["x-memory-mode"] == "read"
-    assert response.headers["x-memory-stored"] == "0"
-    assert [m["content"] for m in proxied.stored()] == [FACT]
+    assert response.headers["x-memory-store"] == "none"
+    assert [m["content"] for m in proxied.settled(1)] == [FACT]
 
 
 @pytest.mark.parametrize("fmt", sorted(CALLS))
@@ -105,7 +105,8 @@ def test_off_mode_neither_retrieves_nor_stores(proxied: Proxied, fmt: str) -> No
     assert response.status_code == 200
     assert response.headers["x-memory-status"] == "off"
     assert FACT not in json.dumps(proxied.upstream.last.json)
-    assert [m["content"] for m in proxied.stored()] == [FACT]
+    assert response.headers["x-memory-store"] == "none"
+    assert [m["content"] for m in proxied.settled(1)] == [FACT]
 
 
 def test_write_mode_and_key_suffixes(proxied: Proxied) -> None:
@@ -113,12 +114,13 @@ def test_write_mode_and_key_suffixes(proxied: Proxied) -> None:
     written = call(proxied, "anthropic", headers={"X-Memory-Mode": "write"})
     assert written.headers["x-memory-memories-retrieved"] == "0"
     assert FACT not in json.dumps(proxied.upstream.last.json)
-    assert written.headers["x-memory-stored"] == "2"
+    assert written.headers["x-memory-store"] == "turn"
+    proxied.stored_after(3)
     # mk_…:read is the same vault, retrieving only
     read = call(proxied, "anthropic", key=proxied.key + ":read")
     assert FACT in json.dumps(proxied.upstream.last.json)
-    assert read.headers["x-memory-stored"] == "0"
-    assert len(proxied.stored()) == 3
+    assert read.headers["x-memory-store"] == "none"
+    proxied.settled(3)
 
 
 def test_a_read_only_key_cannot_store(proxied: Proxied) -> None:
@@ -127,8 +129,8 @@ def test_a_read_only_key_cannot_store(proxied: Proxied) -> None:
     response = call(proxied, "google", key=read_only)
     assert response.status_code == 200
     assert FACT in json.dumps(proxied.upstream.last.json)
-    assert response.headers["x-memory-stored"] == "0"
-    assert [m["content"] for m in proxied.stored()] == [FACT]
+    assert response.headers["x-memory-store"] == "none"
+    assert [m["content"] for m in proxied.settled(1)] == [FACT]
 
 
 def test_a_missing_or_unknown_memory_key_is_refused_before_the_provider_is_called(
@@ -171,8 +173,9 @@ def test_a_message_that_opts_out_is_stripped_and_not_stored(proxied: Proxied) ->
     response = call(proxied, "openai", body=body)
     assert response.status_code == 200
     assert proxied.upstream.last.json["messages"][-1] == {"role": "user", "content": secret}
-    assert response.headers["x-memory-stored"] == "1"
-    assert [m["content"] for m in proxied.stored()] == [ANSWER]
+    assert response.headers["x-memory-store"] == "answer"
+    assert [m["content"] for m in proxied.stored_after(1)] == [ANSWER]
+    proxied.settled(1)
 
 
 def test_a_tool_result_turn_stores_only_the_answer(proxied: Proxied) -> None:
@@ -188,8 +191,9 @@ def test_a_tool_result_turn_stores_only_the_answer(proxied: Proxied) -> None:
         {"role": "tool", "tool_call_id": "c1", "content": "Biscuit"},
     ]
     response = call(proxied, "openai", body={"model": "m", "messages": messages})
-    assert response.headers["x-memory-stored"] == "1"
-    assert [m["role"] for m in proxied.stored()] == ["assistant"]
+    assert response.headers["x-memory-store"] == "answer"
+    assert [m["role"] for m in proxied.stored_after(1)] == ["assistant"]
+    proxied.settled(1)
 
 
 def test_x_provider_key_goes_where_each_provider_expects_it(proxied: Proxied) -> None:
@@ -222,8 +226,8 @@ def test_provider_errors_reach_the_client_as_sent_and_store_nothing(
     assert response.status_code == expected.status_code == status
     assert response.content == expected.content
     assert response.headers.get("retry-after") == expected.headers.get("retry-after")
-    assert response.headers["x-memory-stored"] == "0"
-    assert proxied.stored() == []
+    assert response.headers["x-memory-store"] == "none"
+    assert proxied.settled(0) == []
 
 
 def test_the_official_client_sees_the_providers_error(proxied: Proxied) -> None:
@@ -247,7 +251,7 @@ def test_a_dropped_stream_is_dropped_for_the_client_and_stores_no_half_turn(
 ) -> None:
     with pytest.raises(httpx2.RemoteProtocolError):
         call(proxied, fmt, model="drop", stream=True)
-    assert proxied.stored() == []
+    assert proxied.settled(0) == []
 
 
 def test_an_unreachable_provider_is_a_502_naming_it(tmp_path: Path) -> None:
@@ -326,6 +330,7 @@ def test_the_provider_key_is_in_no_log_no_row_and_no_response_header(
         call(proxied, "google", model="fail-500"),
         call(proxied, "google", stream=True),
     ]
+    rows = proxied.stored_after(7)  # the fact and three turns, stored
     # the key went to the provider on every call...
     assert all(PROVIDER_KEY in json.dumps(r.headers) for r in proxied.upstream.received)
     for response in responses:
@@ -335,13 +340,14 @@ def test_the_provider_key_is_in_no_log_no_row_and_no_response_header(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert PROVIDER_KEY.encode() not in path.read_bytes(), path
-    assert PROVIDER_KEY not in json.dumps(proxied.stored())
+    assert PROVIDER_KEY not in json.dumps(rows)
 
 
 def test_metering_counts_what_was_injected_and_what_was_stored(proxied: Proxied) -> None:
     proxied.remember(FACT)
     before = proxied.vault("GET", "/v1/usage")["by_endpoint"]
     response = call(proxied, "openai")
+    proxied.stored_after(3)
     after = proxied.vault("GET", "/v1/usage")["by_endpoint"]
     injected = int(response.headers["x-memory-tokens-injected"])
     assert injected > 0

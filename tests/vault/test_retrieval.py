@@ -4,7 +4,7 @@ exact indexes after deletes, prepare."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -217,6 +217,35 @@ def test_prepare_builds_a_dated_context_grouped_by_tier(hybrid: Vault) -> None:
     assert small["memories_found"] == 1 and small["est_tokens"] <= 20
     messages = {"messages": [{"role": "user", "content": "what happened to my car?"}]}
     assert hybrid.post("/v1/memory/prepare", messages).json()["memories_found"] == 2
+
+
+def test_prepare_over_messages_embeds_the_newest_one(hybrid: Vault) -> None:
+    """The model reads the newest message, not three turns oldest first (cut at the model's
+    128 tokens, a long answer before the question would leave the question out)."""
+    hybrid.ingest("my car broke down on the highway", "the physician moved the appointment")
+    hybrid.worker.drain()
+    embedder = hybrid.service.embedders.get("concepts")
+    assert embedder is not None
+    seen: list[str] = []
+    embed = embedder.embed
+
+    def recorded(texts: Sequence[str]) -> Any:
+        seen.extend(texts)
+        return embed(texts)
+
+    embedder.embed = recorded  # type: ignore[method-assign]
+    talk = "the physician said the appointment moved; physician appointment " * 8
+    messages = [
+        {"role": "user", "content": "tell me about the physician appointment"},
+        {"role": "assistant", "content": talk},
+        {"role": "user", "content": "and the automobile?"},
+    ]
+    body = hybrid.post("/v1/memory/prepare", {"messages": messages}).json()
+    assert seen == ["and the automobile?"]
+    assert "my car broke down" in body["context"]  # found by meaning
+    assert "physician" in body["context"]  # and by the words of the turns before
+    one = hybrid.post("/v1/memory/prepare", {"messages": messages, "context_limit": 1}).json()
+    assert "physician" in one["context"]  # BM25 still reads all three turns
 
 
 @pytest.mark.parametrize(

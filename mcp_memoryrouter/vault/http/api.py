@@ -198,13 +198,15 @@ def prepare(
 ) -> schemas.PrepareResponse:
     """A ready-to-inject context block for the conversation: insight, reflections and exact
     moments, each line dated, within the density's budget."""
+    meaning = None
     if body.query is not None:
         query = body.query
     elif body.messages:
-        query = "\n\n".join(
-            f"[{m.role.upper()}] {m.content}"
-            for m in body.messages[-limits.PREPARE_QUERY_MESSAGES :]
-        )
+        # BM25 reads the last three messages; the model embeds the newest alone (it reads
+        # 128 tokens from the start: three turns, oldest first, would cut the question off)
+        last = body.messages[-limits.PREPARE_QUERY_MESSAGES :]
+        query = "\n\n".join(f"[{m.role.upper()}] {m.content}" for m in last)
+        meaning = last[-1].content
     else:
         raise InvalidRequest("give query or messages", {"field": "query"})
     budget = budget_for(body.density, body.context_limit, body.max_tokens)
@@ -216,6 +218,7 @@ def prepare(
         where,
         _embeddings(service, body.embeddings, x_embedding_model),
         _as_of(body.as_of),
+        meaning,
     )
     return schemas.PrepareResponse(
         context=context,

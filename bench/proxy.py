@@ -1,0 +1,205 @@
+"""The latency the chat proxy adds to a provider call.
+
+    python bench/proxy.py [--size 10000] [--calls 200]
+
+A vault of ``--size`` raw memories is bulk-loaded the way ``bench/search.py`` does, then one
+real ``mcp-memoryrouter serve`` process (the ``local`` embedder, so each call's query is
+embedded for real) proxies to a provider double running in its own process (the one the
+tests use: it answers at once, so what is measured is the proxy, not a model). The same
+OpenAI-format call, a three-message conversation ending in a question, is made straight to
+the double and through the proxy, alternating, ``--calls`` times each:
+
+- ``read``: ``X-Memory-Mode: read``, retrieval and injection only;
+- ``default``: retrieval, then the turn stored after the answer (the non-streamed answer
+  waits for the store; the new rows' embedding runs after it, in the worker);
+- ``stream``: the same call streamed (default mode); time to the first byte and to the end;
+- ``prepare alone``: REST ``POST /v1/memory/prepare`` over the same conversation, what the
+  proxy waits for before it calls the provider (the rest of ``added`` is the proxy's own).
+
+It prints wall p50/p95 for each way, the difference of the p50s (what the proxy adds), and
+the server's CPU per proxied call (user + system, all threads, from /proc). With
+``--profile DIR`` each mode is also recorded by ``py-spy`` (collapsed stacks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx2
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import code_version, free_port, p50, p95, server, table
+from bench.cost import Profiler
+from bench.load import cpu_seconds, server_pid
+from bench.search import QUERIES, fill
+
+GOAL_MS = 15.0
+
+
+@contextmanager
+def provider_double() -> Iterator[str]:
+    """The tests' provider double (tests/proxy/upstream.py) under uvicorn, in its own process."""
+    port = free_port()
+    code = (
+        "import uvicorn; from tests.proxy.upstream import Upstream; "
+        f"uvicorn.run(Upstream(), host='127.0.0.1', port={port}, log_level='warning')"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=os.environ.copy())
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx2.post(url + "/nowhere", timeout=1)
+                break
+            except httpx2.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the provider double did not start") from None
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def conversation(i: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Good morning, I need help with my notes."},
+        {"role": "assistant", "content": "Of course. What are you looking for?"},
+        {"role": "user", "content": f"Remind me: {QUERIES[i % len(QUERIES)]}? (call {i})"},
+    ]
+
+
+def timed_call(
+    http: httpx2.Client, url: str, headers: dict[str, str], i: int, stream: bool
+) -> tuple[float, float]:
+    """(ms to the first byte, ms to the end) of one call."""
+    body = {"model": "bench", "messages": conversation(i), "stream": stream}
+    started = time.perf_counter()
+    first = None
+    with http.stream("POST", url + "/chat/completions", json=body, headers=headers) as response:
+        for _ in response.iter_raw():
+            if first is None:
+                first = time.perf_counter()
+        assert response.status_code == 200, response.status_code
+    ended = time.perf_counter()
+    return ((first or ended) - started) * 1000, (ended - started) * 1000
+
+
+def measure(
+    http: httpx2.Client,
+    direct: str,
+    proxied: str,
+    headers: dict[str, str],
+    calls: int,
+    stream: bool,
+    pid: int,
+) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {"direct": [], "proxy": [], "direct_first": []}
+    found["proxy_first"], cpu = [], 0.0
+    provider_headers = {"Authorization": "Bearer sk-bench"}
+    for i in range(calls):
+        first, whole = timed_call(http, direct, provider_headers, i, stream)
+        found["direct"].append(whole)
+        found["direct_first"].append(first)
+        before = cpu_seconds(pid)
+        first, whole = timed_call(http, proxied, {**provider_headers, **headers}, i, stream)
+        cpu += cpu_seconds(pid) - before
+        found["proxy"].append(whole)
+        found["proxy_first"].append(first)
+    found["cpu"] = [cpu / calls * 1000]
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--profile", type=Path, help="py-spy each mode into DIR/<mode>.txt")
+    args = parser.parse_args()
+    print(f"code {code_version()}, vault of {args.size:,} memories, {args.calls} calls per row")
+    with tempfile.TemporaryDirectory() as tmp, provider_double() as upstream:
+        key = fill(Path(tmp), args.size)
+        env = {"MEMORYROUTER_UPSTREAM_OPENAI_URL": upstream + "/v1"}
+        with server(Path(tmp), env) as url, httpx2.Client(timeout=60) as http:
+            pid = server_pid()
+            memory = {"X-Memory-Key": key}
+            for i in range(20):  # warm both paths: model, caches, connections
+                timed_call(http, upstream + "/v1", {}, i, False)
+                timed_call(http, url + "/v1", {**memory, "X-Memory-Mode": "read"}, i, False)
+            rows = [prepare_row(http, url, key, args.calls, pid)]
+            runs: list[tuple[str, dict[str, str], bool]] = [
+                ("read", {**memory, "X-Memory-Mode": "read"}, False),
+                ("default", memory, False),
+                ("stream", memory, True),
+            ]
+            profiler = Profiler(args.profile, pid)
+            for name, headers, stream in runs:
+                recording = profiler.start(name)
+                found = measure(
+                    http, upstream + "/v1", url + "/v1", headers, args.calls, stream, pid
+                )
+                Profiler.stop(recording)
+                time.sleep(2)  # let the embedding worker catch up between rows
+                rows.append(row(name, found))
+    print(
+        table(
+            [
+                "mode",
+                "direct p50",
+                "proxy p50",
+                "added p50",
+                "direct p95",
+                "proxy p95",
+                "first byte added p50",
+                "server CPU/call",
+            ],
+            rows,
+        )
+    )
+    print(f"(ms; goal: added p50 <= {GOAL_MS:g} ms on a 10k vault, query embedding included)")
+
+
+def prepare_row(http: httpx2.Client, url: str, key: str, calls: int, pid: int) -> list[str]:
+    walls, before = [], cpu_seconds(pid)
+    for i in range(calls):
+        turns = [m for m in conversation(i) if m["role"] != "system"]
+        started = time.perf_counter()
+        response = http.post(
+            url + "/v1/memory/prepare",
+            json={"messages": turns},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        walls.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.text
+    cpu = (cpu_seconds(pid) - before) / calls * 1000
+    return ["prepare alone", "", f"{p50(walls):.1f}", "", "", f"{p95(walls):.1f}", "", f"{cpu:.1f}"]
+
+
+def row(name: str, found: dict[str, list[float]]) -> list[str]:
+    ms: Callable[[float], str] = lambda v: f"{v:.1f}"  # noqa: E731
+    return [
+        name,
+        ms(p50(found["direct"])),
+        ms(p50(found["proxy"])),
+        ms(p50(found["proxy"]) - p50(found["direct"])),
+        ms(p95(found["direct"])),
+        ms(p95(found["proxy"])),
+        ms(p50(found["proxy_first"]) - p50(found["direct_first"])),
+        ms(found["cpu"][0]),
+    ]
+
+
+if __name__ == "__main__":
+    main()
