@@ -1,13 +1,15 @@
 """The latency the chat proxy adds to a provider call.
 
-    python bench/proxy.py [--size 10000] [--calls 200]
+    python bench/proxy.py [--size 10000] [--calls 200] [--gap 0.1] [--profile DIR]
 
 A vault of ``--size`` raw memories is bulk-loaded the way ``bench/search.py`` does, then one
 real ``mcp-memoryrouter serve`` process (the ``local`` embedder, so each call's query is
 embedded for real) proxies to a provider double running in its own process (the one the
 tests use: it answers at once, so what is measured is the proxy, not a model). The same
 OpenAI-format call, a three-message conversation ending in a question, is made straight to
-the double and through the proxy, alternating, ``--calls`` times each:
+the double and through the proxy, alternating, ``--calls`` times each, ``--gap`` seconds apart (a real provider
+takes longer than that to answer, so one turn's store, which runs after its response, does
+not overlap the same user's next call; ``--gap 0`` measures calls back to back):
 
 - ``read``: ``X-Memory-Mode: read``, retrieval and injection only;
 - ``default``: retrieval, then the turn stored after the answer (the non-streamed answer
@@ -105,19 +107,24 @@ def measure(
     calls: int,
     stream: bool,
     pid: int,
+    gap: float,
 ) -> dict[str, list[float]]:
     found: dict[str, list[float]] = {"direct": [], "proxy": [], "direct_first": []}
     found["proxy_first"], cpu = [], 0.0
     provider_headers = {"Authorization": "Bearer sk-bench"}
     for i in range(calls):
+        time.sleep(gap)
         first, whole = timed_call(http, direct, provider_headers, i, stream)
         found["direct"].append(whole)
         found["direct_first"].append(first)
         before = cpu_seconds(pid)
         first, whole = timed_call(http, proxied, {**provider_headers, **headers}, i, stream)
-        cpu += cpu_seconds(pid) - before
+        after = cpu_seconds(pid)
+        cpu += after - before
         found["proxy"].append(whole)
         found["proxy_first"].append(first)
+        time.sleep(gap)  # the store after the response runs here, as while a model thinks
+        cpu += cpu_seconds(pid) - after
     found["cpu"] = [cpu / calls * 1000]
     return found
 
@@ -126,6 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--gap", type=float, default=0.1, help="seconds between calls")
     parser.add_argument("--profile", type=Path, help="py-spy each mode into DIR/<mode>.txt")
     args = parser.parse_args()
     print(f"code {code_version()}, vault of {args.size:,} memories, {args.calls} calls per row")
@@ -148,7 +156,7 @@ def main() -> None:
             for name, headers, stream in runs:
                 recording = profiler.start(name)
                 found = measure(
-                    http, upstream + "/v1", url + "/v1", headers, args.calls, stream, pid
+                    http, upstream + "/v1", url + "/v1", headers, args.calls, stream, pid, args.gap
                 )
                 Profiler.stop(recording)
                 time.sleep(2)  # let the embedding worker catch up between rows

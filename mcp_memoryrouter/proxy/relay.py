@@ -30,11 +30,12 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import httpx2
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -45,6 +46,7 @@ from starlette.types import Receive, Scope, Send
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
+    Forbidden,
     InvalidRequest,
     MemoryRouterError,
     NotFound,
@@ -152,7 +154,6 @@ class Call:
     report: Report
     vault: VaultClient  # with the caller's key
     asked_at: float
-    retrieves: bool = False
     stores: bool = False
     newest: Turn | None = None  # the user's new message, read before opt-outs are stripped
 
@@ -216,8 +217,7 @@ class ChatProxy:
                     "key goes where the provider expects it, or in X-Provider-Key)"
                 )
             chosen = options(request.headers)
-            call = await self._open(fmt, body, key, chosen, asked_at)
-            forwarded = await self._remember_before(call, body)
+            call, forwarded = await self._before(fmt, body, key, chosen, asked_at)
         except MemoryRouterError as refused:
             return _refusal(refused)
         upstream = self._http.build_request(
@@ -266,56 +266,48 @@ class ChatProxy:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _open(
+    async def _before(
         self, fmt: Format, body: bytes, key: str, chosen: Options, asked_at: float
-    ) -> Call:
-        """The call with its key checked: unknown keys are refused; a vault that cannot
+    ) -> tuple[Call, bytes]:
+        """The call with its key checked, and the body to forward: with the memory block
+        when there is one, else as sent. An unknown key is refused; a vault that cannot
         answer leaves the call without memory."""
         report = Report(mode=chosen.mode, session=chosen.session_id)
         vault = self._vault.with_key(key)
-        call = Call(fmt, _parsed_object(body), chosen, report, vault, asked_at)
-        try:
-            info = await vault.key_info()
-        except (Unauthorized, InvalidRequest):
-            raise
-        except MemoryRouterError as exc:
-            report.failed("the vault cannot check the key", exc)
-            return call
-        if chosen.mode == "off" or info.mode == "off":
-            report.status = "off"
-            return call
-        if call.payload is None:
-            report.status, report.problem = "off", "the body is not a JSON object"
-            return call
-        call.retrieves = chosen.retrieves and info.mode in ("full", "read")
-        call.stores = chosen.stores and not info.read_only and info.mode in ("full", "write")
-        return call
-
-    async def _remember_before(self, call: Call, body: bytes) -> bytes:
-        """The body to forward: with the memory block when there is one, else as sent."""
-        payload, report = call.payload, call.report
+        payload = _parsed_object(body)
+        call = Call(fmt, payload, chosen, report, vault, asked_at)
+        turns = fmt.turns(payload) if payload is not None else []
+        asked = _prepare_request(chosen, turns) if chosen.retrieves and turns else None
+        info, prepared = await _key_and_memory(vault, asked)
+        if isinstance(info, (Unauthorized, InvalidRequest)):
+            raise info
+        if isinstance(prepared, RateLimited):
+            raise prepared
         if payload is None:
-            return body
-        call.newest = call.format.newest(payload)
-        changed = call.format.strip_opt_outs(payload)
-        turns = call.format.turns(payload)
-        if call.retrieves and turns:
-            try:
-                prepared = await call.vault.prepare(_prepare_request(call, turns))
-            except RateLimited:
-                raise
-            except MemoryRouterError as exc:
-                report.failed("retrieval failed", exc)
-            else:
+            report.status, report.problem = "off", "the body is not a JSON object"
+            return call, body
+        call.newest = fmt.newest(payload)  # read before the opt-outs are stripped
+        changed = fmt.strip_opt_outs(payload)
+        if isinstance(info, MemoryRouterError):
+            report.failed("the vault cannot check the key", info)
+        elif chosen.mode == "off" or info.mode == "off":
+            report.status = "off"
+        else:
+            call.stores = chosen.stores and not info.read_only and info.mode in ("full", "write")
+            if isinstance(prepared, Forbidden):
+                pass  # the key's mode does not retrieve (mk_…:write)
+            elif isinstance(prepared, MemoryRouterError):
+                report.failed("retrieval failed", prepared)
+            elif prepared is not None:
                 report.debt = debt_header(prepared.reflection)
                 report.retrieved = prepared.memories_found
                 report.tokens_retrieved = prepared.est_tokens
                 if prepared.context.strip():
-                    call.format.inject(payload, prepared.context)
+                    fmt.inject(payload, prepared.context)
                     report.tokens_injected = prepared.est_tokens
                     changed = True
         # untouched bodies travel as their own bytes
-        return json.dumps(payload, ensure_ascii=False).encode() if changed else body
+        return call, json.dumps(payload, ensure_ascii=False).encode() if changed else body
 
     @staticmethod
     def _what_is_stored(call: Call) -> str:
@@ -387,8 +379,27 @@ class Relayed(Response):
             await self._proxy._remember_after(call, assembly.text)
 
 
-def _prepare_request(call: Call, turns: list[Turn]) -> schemas.PrepareRequest:
-    chosen = call.options
+async def _key_and_memory(
+    vault: VaultClient, asked: schemas.PrepareRequest | None
+) -> tuple[schemas.KeyInfo | MemoryRouterError, schemas.PrepareResponse | MemoryRouterError | None]:
+    """The key's check and the retrieval, side by side (the vault refuses a prepare itself
+    when the key is unknown or its mode does not retrieve): each answer or its error."""
+    found: dict[str, Any] = {"prepare": None}
+
+    async def ask(name: str, call: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            found[name] = await call()
+        except MemoryRouterError as exc:
+            found[name] = exc
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask, "info", vault.key_info)
+        if asked is not None:
+            group.start_soon(ask, "prepare", lambda: vault.prepare(asked))
+    return found["info"], found["prepare"]
+
+
+def _prepare_request(chosen: Options, turns: list[Turn]) -> schemas.PrepareRequest:
     return schemas.PrepareRequest(
         messages=[
             schemas.MessageIn(role=t.role, content=t.text) for t in turns[-PREPARE_QUERY_MESSAGES:]
