@@ -11,6 +11,7 @@ the double and through the proxy, alternating, ``--calls`` times each, ``--gap``
 takes longer than that to answer, so one turn's store, which runs after its response, does
 not overlap the same user's next call; ``--gap 0`` measures calls back to back):
 
+- ``off``: ``X-Memory-Mode: off``, the hop alone (the key checked, the body passed on);
 - ``read``: ``X-Memory-Mode: read``, retrieval and injection only;
 - ``default``: retrieval, then the turn stored after the answer (the non-streamed answer
   waits for the store; the new rows' embedding runs after it, in the worker);
@@ -148,6 +149,7 @@ def main() -> None:
                 timed_call(http, url + "/v1", {**memory, "X-Memory-Mode": "read"}, i, False)
             rows = [prepare_row(http, url, key, args.calls, pid)]
             runs: list[tuple[str, dict[str, str], bool]] = [
+                ("off", {**memory, "X-Memory-Mode": "off"}, False),
                 ("read", {**memory, "X-Memory-Mode": "read"}, False),
                 ("default", memory, False),
                 ("stream", memory, True),
