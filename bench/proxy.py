@@ -7,9 +7,10 @@ real ``mcp-memoryrouter serve`` process (the ``local`` embedder, so each call's 
 embedded for real) proxies to a provider double running in its own process (the one the
 tests use: it answers at once, so what is measured is the proxy, not a model). The same
 OpenAI-format call, a three-message conversation ending in a question, is made straight to
-the double and through the proxy, alternating, ``--calls`` times each, ``--gap`` seconds apart (a real provider
-takes longer than that to answer, so one turn's store, which runs after its response, does
-not overlap the same user's next call; ``--gap 0`` measures calls back to back):
+the double and through the proxy, alternating, ``--calls`` times each, ``--gap`` seconds
+apart (a real provider takes longer than that to answer, so one turn's store, which runs
+after its response, does not overlap the same user's next call; ``--gap 0`` measures calls
+back to back):
 
 - ``off``: ``X-Memory-Mode: off``, the hop alone (the key checked, the body passed on);
 - ``read``: ``X-Memory-Mode: read``, retrieval and injection only;
