@@ -40,17 +40,26 @@ def server(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
+    with answering(proc, lambda: httpx2.get(url + "/healthz", timeout=1), "server", 60):
+        yield url
+
+
+@contextmanager
+def answering(
+    proc: subprocess.Popen[bytes], probe: Callable[[], object], name: str, seconds: float
+) -> Iterator[None]:
+    """``proc`` once ``probe`` gets through (within ``seconds``), terminated afterwards."""
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + seconds
         while True:
             try:
-                httpx2.get(url + "/healthz", timeout=1)
+                probe()
                 break
             except httpx2.TransportError:
                 if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("server did not start") from None
-                time.sleep(0.1)
-        yield url
+                    raise RuntimeError(f"{name} did not start") from None
+                time.sleep(0.05)
+        yield
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -41,7 +41,7 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import code_version, free_port, p50, p95, server, table
+from bench.common import answering, code_version, free_port, p50, p95, server, table
 from bench.cost import Profiler
 from bench.load import cpu_seconds, server_pid
 from bench.search import QUERIES, fill
@@ -60,20 +60,8 @@ def provider_double() -> Iterator[str]:
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=os.environ.copy())
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx2.post(url + "/nowhere", timeout=1)
-                break
-            except httpx2.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the provider double did not start") from None
-                time.sleep(0.05)
+    with answering(proc, lambda: httpx2.post(url + "/nowhere", timeout=1), "the double", 30):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def conversation(i: int) -> list[dict[str, str]]:
@@ -195,11 +183,14 @@ def prepare_row(http: httpx2.Client, url: str, key: str, calls: int, pid: int) -
         walls.append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200, response.text
     cpu = (cpu_seconds(pid) - before) / calls * 1000
-    return ["prepare alone", "", f"{p50(walls):.1f}", "", "", f"{p95(walls):.1f}", "", f"{cpu:.1f}"]
+    return ["prepare alone", "", ms(p50(walls)), "", "", ms(p95(walls)), "", ms(cpu)]
+
+
+def ms(value: float) -> str:
+    return f"{value:.1f}"
 
 
 def row(name: str, found: dict[str, list[float]]) -> list[str]:
-    ms: Callable[[float], str] = lambda v: f"{v:.1f}"  # noqa: E731
     return [
         name,
         ms(p50(found["direct"])),

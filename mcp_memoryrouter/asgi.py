@@ -1,5 +1,6 @@
 """Small ASGI pieces the HTTP boundaries share: buffering a request body under a limit,
-handing it on again, answering with a JSON body, and spotting a repeated credential header."""
+handing it on again, answering with a JSON body or an error envelope, and spotting a
+repeated credential header."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Send
+
+from mcp_memoryrouter.errors import MemoryRouterError, RateLimited
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:
@@ -78,3 +82,11 @@ def repeated_header(headers: Iterable[tuple[bytes, bytes]], names: Iterable[str]
             return name
         seen.add(name)
     return None
+
+
+def error_response(error: MemoryRouterError) -> JSONResponse:
+    """The error envelope with its status (and the header a 401 or a 429 owes its caller)."""
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else {}
+    if isinstance(error, RateLimited):
+        headers["Retry-After"] = str(error.details.get("retry_after", 1))
+    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)

@@ -104,6 +104,10 @@ class PayloadTooLarge(MemoryRouterError):
     code = "payload_too_large"
 
 
+def too_large(max_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"request body exceeds {max_bytes} bytes", {"max_bytes": max_bytes})
+
+
 class RateLimited(MemoryRouterError):
     """Raised when one key sends more requests than its budget allows."""
 

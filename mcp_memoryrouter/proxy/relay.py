@@ -39,21 +39,22 @@ import anyio
 import httpx2
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_memoryrouter import schemas
+from mcp_memoryrouter.asgi import error_response, read_body
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,
     InvalidRequest,
     MemoryRouterError,
     NotFound,
-    PayloadTooLarge,
     RateLimited,
     TransportFailure,
     Unauthorized,
+    too_large,
 )
 from mcp_memoryrouter.limits import PREPARE_QUERY_MESSAGES
 from mcp_memoryrouter.proxy.events import EventReader
@@ -201,7 +202,7 @@ class ChatProxy:
     async def _google(self, request: Request) -> Response:
         version, call = request.path_params["version"], request.path_params["call"]
         if version not in GOOGLE_VERSIONS or not call.endswith(GOOGLE_CALLS):
-            return _refusal(NotFound(f"no such route: {request.url.path}"))
+            return error_response(NotFound(f"no such route: {request.url.path}"))
         return await self._relay(request, GOOGLE, self._upstreams.google + request.url.path)
 
     # --- one call -----------------------------------------------------------------------
@@ -219,7 +220,7 @@ class ChatProxy:
             chosen = options(request.headers)
             call, forwarded = await self._before(fmt, body, key, chosen, asked_at)
         except MemoryRouterError as refused:
-            return _refusal(refused)
+            return error_response(refused)
         upstream = self._http.build_request(
             "POST",
             target,
@@ -231,7 +232,7 @@ class ChatProxy:
             response = await self._http.send(upstream, stream=True)
         except httpx2.HTTPError as exc:
             where = httpx2.URL(target).copy_with(query=None)
-            return _refusal(
+            return error_response(
                 TransportFailure(
                     f"cannot reach the provider at {where}: {type(exc).__name__}: {exc}",
                     {"upstream": str(where)},
@@ -243,8 +244,7 @@ class ChatProxy:
         try:
             content = await response.aread()
         except httpx2.HTTPError:
-            await response.aclose()
-            return _refusal(TransportFailure("the provider's answer was cut short"))
+            return error_response(TransportFailure("the provider's answer was cut short"))
         finally:
             await response.aclose()
         after = None
@@ -255,16 +255,10 @@ class ChatProxy:
         return relayed
 
     async def _body(self, request: Request) -> bytes:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._max_body:
-            raise _too_large(self._max_body)
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self._max_body:
-                raise _too_large(self._max_body)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        body = await read_body(request.receive, self._max_body)
+        if body is None:
+            raise too_large(self._max_body)
+        return body
 
     async def _before(
         self, fmt: Format, body: bytes, key: str, chosen: Options, asked_at: float
@@ -311,7 +305,7 @@ class ChatProxy:
 
     @staticmethod
     def _what_is_stored(call: Call) -> str:
-        if call.payload is None or not call.stores:
+        if not call.stores:  # also False for a body that is no JSON object
             return "none"
         newest = call.newest
         return "turn" if newest is not None and newest.stored else "answer"
@@ -452,17 +446,3 @@ def _parsed_object(content: bytes) -> dict[str, Any] | None:
 def _iso(seconds: float) -> str:
     moment = datetime.fromtimestamp(seconds, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _too_large(limit: int) -> PayloadTooLarge:
-    return PayloadTooLarge(
-        f"the request body is larger than the proxy's limit of {limit} bytes",
-        {"limit_bytes": limit},
-    )
-
-
-def _refusal(error: MemoryRouterError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else {}
-    if isinstance(error, RateLimited):
-        headers["Retry-After"] = str(error.details.get("retry_after", 1))
-    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)

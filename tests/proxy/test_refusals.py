@@ -284,7 +284,7 @@ def test_a_body_over_the_limit_is_413(tmp_path: Path, upstream: tuple[Upstream, 
             url + "/v1/chat/completions", json=big, headers={"X-Memory-Key": key}, timeout=30
         )
     assert response.status_code == 413
-    assert response.json()["error"]["details"]["limit_bytes"] == 4096
+    assert response.json()["error"]["details"]["max_bytes"] == 4096
     assert double.received == []
 
 

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import click
@@ -21,8 +22,6 @@ from mcp_memoryrouter.reflect.cli.options import vault_failure, vault_options
 from mcp_memoryrouter.reflect.export import export_vault
 from mcp_memoryrouter.reflect.history import SOURCES, History, Source, read_history
 from mcp_memoryrouter.reflect.importer import (
-    HistoryReport,
-    ImportReport,
     import_archive,
     import_history,
     plan_history,
@@ -63,20 +62,12 @@ def import_command(api_url: str, key: str, file: Path, source: str, as_json: boo
         _import_history(api_url, key, file, "chatgpt" if source == "chatgpt" else "claude", as_json)
         return
     archive = _read(file)
-
-    async def run() -> ImportReport:
-        client = VaultClient(api_url, key)
-        try:
-            length = max(archive.size, 1)
-            with click.progressbar(length=length, label="import", file=sys.stderr) as bar:
-                return await import_archive(client, archive, on_progress=bar.update)
-        finally:
-            await client.aclose()
-
-    try:
-        report = anyio.run(run)
-    except MemoryRouterError as exc:
-        raise vault_failure(exc) from exc
+    report = _sending(
+        api_url,
+        key,
+        archive.size,
+        lambda client, progress: import_archive(client, archive, on_progress=progress),
+    )
     if as_json:
         reflections = {str(tier): n for tier, n in report.reflections.items()}
         body = {"stored": report.stored, "duplicates": report.duplicates}
@@ -86,6 +77,32 @@ def import_command(api_url: str, key: str, file: Path, source: str, as_json: boo
             f"imported {report.stored} memories ({report.duplicates} duplicates), "
             f"{report.reflections[2]} tier 2 and {report.reflections[3]} tier 3 reflections"
         )
+
+
+R = TypeVar("R")
+
+
+def _sending(
+    api_url: str,
+    key: str,
+    size: int,
+    send: Callable[[VaultClient, Callable[[int], None]], Awaitable[R]],
+) -> R:
+    """``send`` run with a client of the vault, its progress (out of ``size``) shown on
+    stderr; a failure the vault reports becomes the command's error."""
+
+    async def run() -> R:
+        client = VaultClient(api_url, key)
+        try:
+            with click.progressbar(length=max(size, 1), label="import", file=sys.stderr) as bar:
+                return await send(client, bar.update)
+        finally:
+            await client.aclose()
+
+    try:
+        return anyio.run(run)
+    except MemoryRouterError as exc:
+        raise vault_failure(exc) from exc
 
 
 def _read(file: Path) -> Archive:
@@ -108,20 +125,12 @@ def _export_hint(file: Path) -> str:
 
 def _import_history(api_url: str, key: str, file: Path, source: Source, as_json: bool) -> None:
     plan = plan_history(_read_history(file, source))
-
-    async def run() -> HistoryReport:
-        client = VaultClient(api_url, key)
-        try:
-            length = max(plan.size, 1)
-            with click.progressbar(length=length, label="import", file=sys.stderr) as bar:
-                return await import_history(client, plan, on_progress=bar.update)
-        finally:
-            await client.aclose()
-
-    try:
-        report = anyio.run(run)
-    except MemoryRouterError as exc:
-        raise vault_failure(exc) from exc
+    report = _sending(
+        api_url,
+        key,
+        plan.size,
+        lambda client, progress: import_history(client, plan, on_progress=progress),
+    )
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(report)))
     else:

@@ -13,17 +13,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import read_body, replay, send_json
-from mcp_memoryrouter.errors import InvalidRequest, MemoryRouterError, PayloadTooLarge
+from mcp_memoryrouter.asgi import error_response, read_body, replay, send_json
+from mcp_memoryrouter.errors import InvalidRequest, MemoryRouterError, too_large
 
 log = logging.getLogger("mcp_memoryrouter.vault")
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 400: "invalid_request"}
-
-
-def envelope_response(error: MemoryRouterError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
-    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -39,12 +34,12 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
     ]
     first = errors[0] if errors else {"field": "body", "message": "invalid request"}
     message = f"{first['field']}: {first['message']}".replace("Value error, ", "")
-    return envelope_response(InvalidRequest(message, {"errors": errors}))
+    return error_response(InvalidRequest(message, {"errors": errors}))
 
 
 def _known(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemoryRouterError)
-    return envelope_response(exc)
+    return error_response(exc)
 
 
 def _http(request: Request, exc: Exception) -> JSONResponse:
@@ -136,7 +131,3 @@ class BodyLimit:
 
     async def _refuse(self, send: Send) -> None:
         await send_json(send, 413, too_large(self.max_bytes).envelope())
-
-
-def too_large(max_bytes: int) -> PayloadTooLarge:
-    return PayloadTooLarge(f"request body exceeds {max_bytes} bytes", {"max_bytes": max_bytes})

@@ -25,8 +25,8 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.errors import MemoryRouterError
-from mcp_memoryrouter.vault.http.boundary import too_large, unexpected
+from mcp_memoryrouter.errors import MemoryRouterError, too_large
+from mcp_memoryrouter.vault.http.boundary import unexpected
 from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, caller, throttled
 
 M = TypeVar("M", bound=BaseModel)
