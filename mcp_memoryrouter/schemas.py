@@ -451,6 +451,26 @@ class StatsResponse(BaseModel):
     reflection: Reflection
 
 
+BucketSize = Literal["day", "week", "month"]
+
+
+class TimelineBucket(BaseModel):
+    start: str = Field(
+        description="The bucket's first day, an ISO date (UTC): weeks start on Monday, "
+        "months on the 1st."
+    )
+    tiers: dict[str, int] = Field(description='Memories per tier: always "1", "2" and "3".')
+
+
+class TimelineResponse(BaseModel):
+    """The vault's memories per period and tier: non-empty buckets only, oldest first. A
+    memory is counted at its date (a reflection at the start of its coverage)."""
+
+    vault: str
+    bucket: BucketSize
+    buckets: list[TimelineBucket]
+
+
 class UsageBucket(BaseModel):
     events: int
     retrieval_tokens: int

@@ -40,6 +40,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     new_memory_id,
 )
 from mcp_memoryrouter.vault.rules.prepare import Budget, build_context
+from mcp_memoryrouter.vault.rules.timeline import BucketSize, Timeline, fold
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.store import Store
@@ -378,6 +379,13 @@ class VaultService:
     def stats(self, access: Access) -> Stats:
         access.require_read()
         return self._store.stats(access.vault_id)
+
+    def timeline(self, access: Access, size: BucketSize) -> Timeline:
+        """The vault's memories per day, week or month, by tier (not metered, like stats)."""
+        access.require_read()
+        return Timeline(
+            access.vault_ref, size, fold(self._store.days_by_tier(access.vault_id), size)
+        )
 
     def usage(self, access: Access, from_ms: int, to_ms: int) -> list[UsageLine]:
         access.require_read()

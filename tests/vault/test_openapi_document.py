@@ -103,6 +103,21 @@ def test_entries_tiers_and_dates_carry_the_bounds_the_server_enforces(vault: Vau
     assert component(vault, "KeyCreateRequest")["additionalProperties"] is False
 
 
+def test_the_timeline_bucket_is_one_of_the_sizes_the_server_accepts(vault: Vault) -> None:
+    operation = document(vault)["paths"]["/v1/memory/timeline"]["get"]
+    [bucket] = [p for p in operation["parameters"] if p["in"] == "query"]
+    assert (bucket["name"], bucket["required"]) == ("bucket", False)
+    assert bucket["schema"]["enum"] == ["day", "week", "month"]
+    assert bucket["schema"]["default"] == "month"
+    assert operation["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/TimelineResponse"
+    }
+    assert "400" in operation["responses"]
+    for size in bucket["schema"]["enum"]:
+        response = vault.http.get(f"/v1/memory/timeline?bucket={size}", headers=vault.headers())
+        assert response.status_code == 200, response.text
+
+
 def test_headers_are_strings_and_a_key_header_holds_one_value(vault: Vault) -> None:
     for name in ("X-Memory-Key", "Authorization", "x-api-key", "X-Session-ID"):
         schema = header(vault, "/v1/memory/search", name)

@@ -19,6 +19,7 @@ from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.dates import format_ms, parse_moment
 from mcp_memoryrouter.vault.rules.domain import Entry, SearchFilter, Tier
 from mcp_memoryrouter.vault.rules.prepare import budget_for
+from mcp_memoryrouter.vault.rules.timeline import bucket_size
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 
 _DAY_MS = 86_400_000
@@ -392,6 +393,16 @@ def wipe(access: Key, service: Service) -> schemas.WipeResponse:
 @router.get("/v1/memory/stats", response_model=schemas.StatsResponse, tags=["memory"])
 def stats(access: Key, service: Service) -> schemas.StatsResponse:
     return render.stats(service.stats(access), service.pending_embeddings(access))
+
+
+@router.get("/v1/memory/timeline", response_model=schemas.TimelineResponse, tags=["memory"])
+def timeline(
+    access: Key, service: Service, bucket: Annotated[str, Query()] = "month"
+) -> schemas.TimelineResponse:
+    """How many memories the vault holds per ``bucket`` (day, week or month) and tier, by
+    each memory's date (a reflection's: the start of its coverage); non-empty buckets only,
+    oldest first. Any key that may read may ask; not metered."""
+    return render.timeline(service.timeline(access, bucket_size(bucket)))
 
 
 @router.get("/v1/usage", response_model=schemas.UsageResponse, tags=["usage"])

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from mcp_memoryrouter.limits import ENTRY_CHARS_MAX
+from mcp_memoryrouter.vault.rules.timeline import BUCKET_SIZES
 
 Document = dict[str, Any]
 Constraint = dict[str, Any]
@@ -74,6 +75,7 @@ _PREPARE_QUERY: Constraint = {
 _PARAMETERS: dict[tuple[str, str], Constraint] = {
     ("/v1/usage", "from"): _ISO_MOMENT,
     ("/v1/usage", "to"): _ISO_MOMENT,
+    ("/v1/memory/timeline", "bucket"): {"enum": list(BUCKET_SIZES)},
     # api.KeyIdConvertor: /v1/keys/current is another resource
     ("/v1/keys/{key_id}", "key_id"): {"not": {"const": "current"}},
 }

@@ -22,6 +22,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Support,
     UsageLine,
 )
+from mcp_memoryrouter.vault.rules.timeline import Timeline
 
 
 def reflection(counters: Counters) -> schemas.Reflection:
@@ -173,6 +174,19 @@ def stats(found: Stats, pending_embeddings: int) -> schemas.StatsResponse:
         newest=None if found.newest_ms is None else format_ms(found.newest_ms),
         pending_embeddings=pending_embeddings,
         reflection=reflection(found.counters),
+    )
+
+
+def timeline(found: Timeline) -> schemas.TimelineResponse:
+    return schemas.TimelineResponse(
+        vault=found.vault_ref,
+        bucket=found.size,
+        buckets=[
+            schemas.TimelineBucket(
+                start=b.start.isoformat(), tiers={str(t): n for t, n in b.tiers.items()}
+            )
+            for b in found.buckets
+        ],
     )
 
 

@@ -372,6 +372,10 @@ class Store(ABC):
     def stats(self, vault_id: str) -> Stats:
         return self._read(partial(memories.stats, vault_id=vault_id))
 
+    def days_by_tier(self, vault_id: str) -> list[tuple[int, int, int]]:
+        """The vault's memories counted per UTC day and tier (see ``memories.days_by_tier``)."""
+        return self._read(partial(memories.days_by_tier, vault_id=vault_id))
+
     def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None:
         if not events:
             return

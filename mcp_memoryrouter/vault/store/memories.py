@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcp_memoryrouter.vault.rules import counters
+from mcp_memoryrouter.vault.rules import counters, timeline
 from mcp_memoryrouter.vault.rules.date_words import date_words
 from mcp_memoryrouter.vault.rules.domain import Counters, NewRaw, Stats, TierTotals
 from mcp_memoryrouter.vault.store import reflect
@@ -214,3 +214,14 @@ def stats(tx: Tx, vault_id: str) -> Stats:
         None if newest is None else newest[0],
         Counters(*debt),
     )
+
+
+def days_by_tier(tx: Tx, vault_id: str) -> list[tuple[int, int, int]]:
+    """(UTC day number since 1970-01-01, tier, memories) of the vault, by ``date_from``
+    (``rules.timeline``). A deleted memory has no row left to count."""
+    rows = tx.all(
+        f"SELECT {timeline.DAY_SQL} AS day_number, tier, count(*) FROM memories "
+        "WHERE vault_id = ? GROUP BY day_number, tier ORDER BY day_number, tier",
+        (vault_id,),
+    )
+    return [(int(day), int(tier), int(n)) for day, tier, n in rows]
