@@ -18,6 +18,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
+from urllib.parse import quote, urlencode
 
 import anyio
 import httpx2
@@ -133,11 +134,27 @@ class VaultClient:
     async def usage(self) -> schemas.UsageResponse:
         return await self._call("GET", "/v1/usage", None, schemas.UsageResponse)
 
+    async def timeline(self, bucket: str = "month") -> schemas.TimelineResponse:
+        """``GET /v1/memory/timeline``: memories per ``bucket`` (day, week or month) and tier.
+        Its query string takes it over HTTP even beside an in-process carrier."""
+        query = urlencode({"bucket": bucket})
+        return await self._call(
+            "GET", f"/v1/memory/timeline?{query}", None, schemas.TimelineResponse
+        )
+
     async def key_info(self) -> schemas.KeyInfo:
         return await self._call("GET", "/v1/keys/current", None, schemas.KeyInfo)
 
     async def mint_key(self, body: schemas.KeyCreateRequest) -> schemas.KeyCreated:
         return await self._call("POST", "/v1/keys", body, schemas.KeyCreated)
+
+    async def list_keys(self) -> schemas.KeyList:
+        return await self._call("GET", "/v1/keys", None, schemas.KeyList)
+
+    async def revoke_key(self, key_id: str) -> schemas.KeyRevoked:
+        """``DELETE /v1/keys/{id}`` (the id quoted whole: it is one path segment)."""
+        path = f"/v1/keys/{quote(key_id, safe='')}"
+        return await self._call("DELETE", path, None, schemas.KeyRevoked)
 
     async def health(self) -> schemas.Health:
         return await self._call("GET", "/healthz", None, schemas.Health)

@@ -8,13 +8,18 @@ import pytest
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import MAX_RETRIES, VaultClient
 from mcp_memoryrouter.errors import (
+    Conflict,
+    Forbidden,
     InvalidRequest,
     LeaseExpired,
     MemoryRouterError,
     NotFound,
     RateLimited,
     TransportFailure,
+    Unauthorized,
 )
+from mcp_memoryrouter.vault.app import in_process
+from tests.support import Vault
 
 pytestmark = pytest.mark.anyio
 
@@ -177,4 +182,98 @@ async def test_a_client_with_a_short_longest_wait_rides_out_short_waits_only() -
     with pytest.raises(RateLimited):
         await client.with_key("mk_y").key_info()
     assert sleeps.waits == [1.0] and len(long.requests) == 1
+    await client.aclose()
+
+
+# --- the vault's timeline and keys --------------------------------------------------------
+
+
+async def test_timeline_list_keys_and_revoke_key_send_the_documented_requests() -> None:
+    seen: list[httpx2.Request] = []
+    answers = {
+        "/v1/memory/timeline": {
+            "vault": "vr_x",
+            "bucket": "week",
+            "buckets": [{"start": "2026-01-05", "tiers": {"1": 2, "2": 1, "3": 0}}],
+        },
+        "/v1/keys": {"vault": "vr_x", "keys": []},
+    }
+
+    def record(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        path = request.url.path
+        return httpx2.Response(200, json=answers.get(path, {"id": path.rsplit("/", 1)[-1]}))
+
+    client = VaultClient("http://vault", "mk_abc", transport=httpx2.MockTransport(record))
+    found = await client.timeline("week")
+    assert found.buckets[0].start == "2026-01-05" and found.buckets[0].tiers["2"] == 1
+    await client.timeline()
+    assert (await client.list_keys()).keys == []
+    revoked = await client.revoke_key("key_0123")
+    assert (revoked.id, revoked.revoked) == ("key_0123", True)
+    await client.revoke_key("a/b?c")  # one path segment, whatever it holds
+    assert [(r.method, str(r.url)) for r in seen] == [
+        ("GET", "http://vault/v1/memory/timeline?bucket=week"),
+        ("GET", "http://vault/v1/memory/timeline?bucket=month"),
+        ("GET", "http://vault/v1/keys"),
+        ("DELETE", "http://vault/v1/keys/key_0123"),
+        ("DELETE", "http://vault/v1/keys/a%2Fb%3Fc"),
+    ]
+    assert {r.headers["authorization"] for r in seen} == {"Bearer mk_abc"}
+    await client.aclose()
+
+
+def _clients(vault: Vault, key: str) -> dict[str, VaultClient]:
+    """A client over HTTP, and one with the in-process carrier and HTTP for the calls it does
+    not carry (as the embedded server makes it)."""
+    transport = httpx2.ASGITransport(app=vault.app)
+    return {
+        "http": VaultClient("http://vault.internal", key, transport=transport),
+        "carrier": VaultClient(
+            "http://vault.internal", key, transport=transport, carrier=in_process(vault.app)
+        ),
+    }
+
+
+@pytest.mark.parametrize("way", ["http", "carrier"])
+async def test_timeline_through_the_client_is_the_vaults_answer(vault: Vault, way: str) -> None:
+    for moment in ("2026-01-05T10:00:00Z", "2026-01-11T10:00:00Z", "2026-02-01T10:00:00Z"):
+        vault.ingest(f"on {moment}", date=moment)
+    client = _clients(vault, vault.key)[way]
+    for size in ("day", "week", "month"):
+        found = await client.timeline(size)
+        direct = vault.http.get(f"/v1/memory/timeline?bucket={size}", headers=vault.headers())
+        assert found.model_dump() == direct.json()
+    by_month = await client.timeline()
+    assert by_month.bucket == "month"
+    assert [(b.start, b.tiers) for b in by_month.buckets] == [
+        ("2026-01-01", {"1": 2, "2": 0, "3": 0}),
+        ("2026-02-01", {"1": 1, "2": 0, "3": 0}),
+    ]
+    with pytest.raises(InvalidRequest) as refused:
+        await client.timeline("year")
+    assert refused.value.details == {"field": "bucket"}
+    await client.aclose()
+
+
+@pytest.mark.parametrize("way", ["http", "carrier"])
+async def test_list_and_revoke_keys_through_the_client(vault: Vault, way: str) -> None:
+    client = _clients(vault, vault.key)[way]
+    [first] = (await client.list_keys()).keys
+    vault.clock.advance(1)  # listed oldest first
+    reader = await client.mint_key(schemas.KeyCreateRequest(name="reader", read_only=True))
+    listed = await client.list_keys()
+    assert listed.vault == (await client.key_info()).vault
+    assert [(k.id, k.read_only) for k in listed.keys] == [(first.id, False), (reader.id, True)]
+    assert all(not hasattr(k, "key") for k in listed.keys)  # never a secret
+    with pytest.raises(Forbidden):
+        await _clients(vault, reader.key)[way].list_keys()
+    assert await client.revoke_key(reader.id) == schemas.KeyRevoked(id=reader.id)
+    assert [k.id for k in (await client.list_keys()).keys] == [first.id]
+    with pytest.raises(Unauthorized):
+        await _clients(vault, reader.key)[way].timeline()  # a revoked key is unknown
+    with pytest.raises(NotFound):
+        await client.revoke_key(reader.id)
+    with pytest.raises(Conflict):
+        await client.revoke_key(first.id)  # the vault's last read-write key
     await client.aclose()

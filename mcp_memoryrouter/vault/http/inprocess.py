@@ -7,8 +7,9 @@ caller identity), the request-size limit (measured on the body as the HTTP clien
 it), authentication by the presented key, and the same error for anything unexpected. What
 it skips is the cost of the hop: encoding to bytes and back, the ASGI and FastAPI layers,
 and a worker thread per dependency (an in-process HTTP call cost ~2.5 ms of CPU; see
-docs/benchmarks.md, "The cost of a call"). A route it cannot call this way (one that reads
-the raw request or streams) is not offered, and the client sends that call over HTTP.
+docs/benchmarks.md, "The cost of a call"). A call it cannot make this way (a route that reads
+the raw request or streams, a path parameter, a query string) is not offered, and the client
+sends that call over HTTP.
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ class InProcess:
                         self._routes[(method, route.path)] = callable_
 
     def offers(self, method: str, path: str) -> bool:
-        return (method, path) in self._routes
+        """Whether the call is carried here: a route without path parameters, called
+        without a query string (it passes only what the client sends in a body; a query
+        string and a path parameter are FastAPI's to parse, so those calls go over HTTP)."""
+        return "?" not in path and (method, path) in self._routes
 
     async def call(
         self, method: str, path: str, key: str | None, body: BaseModel | None, model: type[M]
