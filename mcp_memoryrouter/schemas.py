@@ -469,6 +469,11 @@ class TimelineResponse(BaseModel):
     vault: str
     bucket: BucketSize
     buckets: list[TimelineBucket]
+    last_reflection_at: str | None = Field(
+        default=None,
+        description="When the newest reflection was made (the last consolidation); null "
+        "when the vault holds none.",
+    )
 
 
 class UsageBucket(BaseModel):

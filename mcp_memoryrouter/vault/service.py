@@ -383,9 +383,8 @@ class VaultService:
     def timeline(self, access: Access, size: BucketSize) -> Timeline:
         """The vault's memories per day, week or month, by tier (not metered, like stats)."""
         access.require_read()
-        return Timeline(
-            access.vault_ref, size, fold(self._store.days_by_tier(access.vault_id), size)
-        )
+        days, last_reflection_ms = self._store.days_by_tier(access.vault_id)
+        return Timeline(access.vault_ref, size, fold(days, size), last_reflection_ms)
 
     def usage(self, access: Access, from_ms: int, to_ms: int) -> list[UsageLine]:
         access.require_read()

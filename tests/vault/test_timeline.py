@@ -10,6 +10,7 @@ import pytest
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.vault.rules.dates import format_ms
 from mcp_memoryrouter.vault.rules.timeline import (
     BUCKET_SIZES,
     BucketSize,
@@ -110,7 +111,8 @@ def test_days_weeks_and_months_count_each_memory_once_at_its_utc_date(vault: Vau
         "2026-02-01": [1, 0, 0],
     }
     assert timeline(vault) == by_month  # month by default
-    assert set(by_month) == {"vault", "bucket", "buckets"}
+    assert set(by_month) == {"vault", "bucket", "buckets", "last_reflection_at"}
+    assert by_month["last_reflection_at"] is None  # no reflection yet
     assert (
         by_month["vault"]
         == vault.http.get("/v1/keys/current", headers=vault.headers()).json()["vault"]
@@ -127,7 +129,11 @@ def test_reflections_count_in_their_tier_at_the_start_of_their_coverage(vault: V
     for moment in ("2026-03-10T09:00:00Z", "2026-03-12T09:00:00Z", "2026-04-02T09:00:00Z"):
         vault.ingest(f"what happened on {moment}", date=moment)
     tier2 = reflect(vault, 1, 6, 7)
+    first = timeline(vault)["last_reflection_at"]
+    assert first == format_ms(vault.clock())  # when the consolidation committed
+    vault.clock.advance(3600)
     [tier3] = reflect(vault, 2, 8)
+    assert timeline(vault)["last_reflection_at"] == format_ms(vault.clock()) > first
     # the date the API shows for a reflection: the start of what it covers
     for memory_id in (*tier2, tier3):
         shown = vault.post("/v1/memory/inspect", {"memory_id": memory_id}).json()

@@ -187,6 +187,9 @@ def timeline(found: Timeline) -> schemas.TimelineResponse:
             )
             for b in found.buckets
         ],
+        last_reflection_at=(
+            None if found.last_reflection_ms is None else format_ms(found.last_reflection_ms)
+        ),
     )
 
 

@@ -39,6 +39,7 @@ class Timeline:
     vault_ref: str
     size: BucketSize
     buckets: tuple[TimelineBucket, ...]
+    last_reflection_ms: int | None = None  # when the newest reflection was made
 
 
 def bucket_size(text: str) -> BucketSize:

@@ -372,9 +372,14 @@ class Store(ABC):
     def stats(self, vault_id: str) -> Stats:
         return self._read(partial(memories.stats, vault_id=vault_id))
 
-    def days_by_tier(self, vault_id: str) -> list[tuple[int, int, int]]:
-        """The vault's memories counted per UTC day and tier (see ``memories.days_by_tier``)."""
-        return self._read(partial(memories.days_by_tier, vault_id=vault_id))
+    def days_by_tier(self, vault_id: str) -> tuple[list[tuple[int, int, int]], int | None]:
+        """The vault's memories counted per UTC day and tier (see ``memories.days_by_tier``),
+        and when its newest reflection was made, from one read."""
+
+        def read(tx: Tx) -> tuple[list[tuple[int, int, int]], int | None]:
+            return memories.days_by_tier(tx, vault_id), memories.last_reflection_ms(tx, vault_id)
+
+        return self._read(read)
 
     def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None:
         if not events:

@@ -225,3 +225,11 @@ def days_by_tier(tx: Tx, vault_id: str) -> list[tuple[int, int, int]]:
         (vault_id,),
     )
     return [(int(day), int(tier), int(n)) for day, tier, n in rows]
+
+
+def last_reflection_ms(tx: Tx, vault_id: str) -> int | None:
+    """When the vault's newest reflection (tier 2 or 3) was made: its last consolidation."""
+    row = tx.one(
+        "SELECT max(created_ms) FROM memories WHERE vault_id = ? AND tier > 1", (vault_id,)
+    )
+    return None if row is None or row[0] is None else int(row[0])
