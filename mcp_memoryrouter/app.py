@@ -55,6 +55,8 @@ from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
+from mcp_memoryrouter.ui.explorer import Explorer
+from mcp_memoryrouter.ui.sessions import UiSessions
 from mcp_memoryrouter.vault.app import build_service, create_vault_app, in_process
 from mcp_memoryrouter.vault.service import VaultService
 
@@ -235,6 +237,10 @@ def _serve(
         proxy = chat_proxy(settings, client, default_key)
         routes += proxy.routes()
         closing.append(proxy.aclose)
+    if settings.ui == "on":
+        explorer = memory_explorer(settings, client, default_key, clock)
+        routes += explorer.routes()
+        closing.append(explorer.aclose)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -272,6 +278,21 @@ def chat_proxy(settings: Settings, client: VaultClient, default_key: str | None)
         upstreams,
         max_body_bytes=settings.proxy_max_body_bytes,
         default_key=default_key,
+    )
+
+
+def memory_explorer(
+    settings: Settings, client: VaultClient, default_key: str | None, clock: Callable[[], float]
+) -> Explorer:
+    """The explorer's cookies are Secure over https, and over plain http too unless the
+    server is on loopback (a development server without TLS)."""
+    base = httpx2.URL(settings.base_url)
+    return Explorer(
+        client,
+        UiSessions.in_dir(settings.data_dir),
+        secure_cookies=base.scheme == "https" or not is_loopback(base.host),
+        default_key=default_key,
+        clock=clock,
     )
 
 

@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     oauth_audience: str | None = None  # default: the public /mcp URL
     oauth_vault_claim: str = "memoryrouter_vault"  # the claim naming a vault binding
     oauth_bindings_file: Path | None = None  # default: {data_dir}/oauth-bindings.json
+    # the memory explorer (docs/explorer.md): web pages at /ui; off removes them
+    ui: Literal["on", "off"] = "on"
     # the chat proxy (docs/proxy.md): provider routes with memory; off removes the routes
     proxy: Literal["on", "off"] = "on"
     upstream_openai_url: str = "https://api.openai.com/v1"  # any OpenAI-compatible base URL

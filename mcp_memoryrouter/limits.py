@@ -72,3 +72,7 @@ STORE_MEMORY_CHARS = 100_000  # store_memory's text; longer histories go through
 
 # --- the chat proxy ---------------------------------------------------------------------
 PROXY_MAX_BODY_BYTES = 32 * 1_048_576  # a chat request (images included) above this is 413
+
+# --- the explorer (/ui) -----------------------------------------------------------------
+UI_FORM_MAX_BYTES = 64 * 1024  # a form post (a selection of MAX_DELETE_IDS ids fits)
+UI_PAGE_TOKENS = 4_000  # a timeline page's date-search budget (a screenful or three)

@@ -52,12 +52,14 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect"]),
     # the chat proxy: provider calls with memory, the vault over HTTP like the MCP side
     "proxy": (["proxy"], ["foundation", "schemas", "client"]),
+    # the explorer's pages: the vault over HTTP too; its sessions seal keys as auth does
+    "ui": (["ui"], ["foundation", "schemas", "client", "auth"]),
     # composition roots
     "startup": (["startup"], ["foundation"]),
     "app": (
         ["app"],
         [
-            *["foundation", "schemas", "config", "client", "auth", "mcp", "proxy"],
+            *["foundation", "schemas", "config", "client", "auth", "mcp", "proxy", "ui"],
             *["service", "vault root"],
         ],
     ),
@@ -78,6 +80,7 @@ PURE = [
     "proxy.formats",
     "proxy.events",
     "proxy.options",
+    "ui.render",
 ]
 IO_LIBRARIES = ["sqlite3", "psycopg", "psycopg_pool", "httpx2", "socket", "subprocess", "os"]
 IO_LIBRARIES += ["fastapi", "starlette", "threading", "asyncio", "anyio", "time"]

@@ -1,0 +1,668 @@
+"""The memory explorer at ``/ui``: server-rendered pages over the vault's REST API.
+
+Like the MCP side and the chat proxy, it reaches the vault only through :class:`VaultClient`,
+acting with the key the person signed in with (kept sealed in the server-side session of
+:mod:`sessions`), so every rule of the vault (read-only keys, scopes of a key's mode, rate
+limits, metering) applies to the pages exactly as to the API.
+
+Every page answers with a strict Content-Security-Policy (scripts and styles from this
+server only, no inline ones, no frames, forms post here only). Every change is a POST that
+carries the session's CSRF token, from a session cookie that is HttpOnly and SameSite=Strict;
+a read-only key's pages show no control that changes anything, and its POSTs are refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from functools import wraps
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+
+from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.asgi import read_body
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.errors import (
+    Forbidden,
+    MemoryRouterError,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+)
+from mcp_memoryrouter.ui import render
+from mcp_memoryrouter.ui.render import PREFIX, Filters, Viewer, url
+from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
+
+SESSION_COOKIE = "memoryrouter_ui"
+SIGN_IN_COOKIE = "memoryrouter_ui_signin"
+SIGN_IN_SECONDS = 1800
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+# done=<what>:<count> after a change: a fixed set of notices, never text from the URL
+NOTICES = {
+    "deleted": "Deleted {n} memories.",
+    "wiped": "Wiped the vault: {n} memories deleted.",
+    "revoked": "The key is revoked.",
+}
+_DONE = re.compile(r"^(deleted|wiped|revoked):(\d{1,9})$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+EPOCH = "1970-01-01"
+SEARCH_STEP = 20
+FORBIDDEN_FORM = "This form expired or came from another page. Load the page again and resubmit."
+READ_ONLY = "This key is read-only: it can look at the vault but not change it."
+ENDED = "Your session ended (signed out, expired, or its key was revoked). Sign in again."
+SIGNED_OUT = "You are signed out."
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _static(name: str) -> bytes:
+    return resources.files("mcp_memoryrouter.ui").joinpath("static", name).read_bytes()
+
+
+def secured(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers[name] = value
+    return response
+
+
+def html(content: str, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return secured(HTMLResponse(content, status_code=status, headers=headers))
+
+
+def redirect(target: str) -> Response:
+    return secured(RedirectResponse(target, status_code=303))
+
+
+def local_path(value: str | None, default: str = PREFIX) -> str:
+    """``value`` when it is a path of the explorer (never another site), else ``default``."""
+    if value and value.startswith(PREFIX) and not value.startswith("//") and "\\" not in value:
+        rest = value[len(PREFIX) :]
+        if rest == "" or rest.startswith(("/", "?")):
+            return value
+    return default
+
+
+class Explorer:
+    def __init__(
+        self,
+        client: VaultClient,
+        sessions: UiSessions,
+        *,
+        secure_cookies: bool,
+        default_key: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._vault = client
+        self._sessions = sessions
+        self._secure = secure_cookies
+        self._default_key = default_key
+        self._clock = clock
+        self._css = _static("explorer.css")
+        self._js = _static("explorer.js")
+
+    def routes(self) -> list[BaseRoute]:
+        page = self._page
+        change = self._change
+        return [
+            Route(PREFIX, page(self.overview)),
+            Mount(
+                PREFIX,
+                routes=[
+                    Route("/", self.home),
+                    Route("/sign-in", self.sign_in_form, methods=["GET"]),
+                    Route("/sign-in", self.sign_in, methods=["POST"]),
+                    Route("/sign-out", change(self.sign_out, writes=False), methods=["POST"]),
+                    Route("/search", page(self.search)),
+                    Route("/timeline", page(self.timeline)),
+                    Route("/memories/{memory_id}", page(self.memory)),
+                    Route("/delete", change(self.delete), methods=["POST"]),
+                    Route("/delete/confirm", change(self.delete_confirmed), methods=["POST"]),
+                    Route("/tidy", page(self.tidy)),
+                    Route("/export", page(self.export)),
+                    Route("/keys", change(self.mint), methods=["POST"]),
+                    Route("/keys/revoke", change(self.revoke), methods=["POST"]),
+                    Route("/wipe", change(self.wipe), methods=["POST"]),
+                    Route("/static/explorer.css", self.stylesheet),
+                    Route("/static/explorer.js", self.script),
+                ],
+            ),
+        ]
+
+    async def home(self, request: Request) -> Response:
+        return redirect(PREFIX)
+
+    async def aclose(self) -> None:
+        self._sessions.close()
+
+    # --- the session around each page ------------------------------------------------------
+
+    def _session(self, request: Request) -> UiSession | None:
+        secret = request.cookies.get(SESSION_COOKIE)
+        return self._sessions.find(secret, self._clock()) if secret else None
+
+    def _page(self, view: Callable[[Request, UiSession], Awaitable[Response]]) -> Handler:
+        """A GET page: signed in, or sent to the sign-in page (which comes back here)."""
+
+        @wraps(view)
+        async def handle(request: Request) -> Response:
+            session = self._session(request)
+            if session is None:
+                back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return redirect(url("/sign-in", next=local_path(back)))
+            return await self._guarded(view, request, session)
+
+        return handle
+
+    def _change(
+        self,
+        action: Callable[[Request, UiSession, dict[str, list[str]]], Awaitable[Response]],
+        *,
+        writes: bool = True,
+    ) -> Handler:
+        """A POST: signed in, its CSRF token the session's, and (``writes``) a key that may
+        change the vault. The form is read under a size limit."""
+
+        @wraps(action)
+        async def handle(request: Request) -> Response:
+            session = self._session(request)
+            if session is None:
+                return self._ended(request, status=401)
+            form = await self._form(request)
+            if form is None:
+                return html(
+                    render.problem("Too large", "That form is too large.", None), status=413
+                )
+            token = (form.get("csrf") or [""])[0]
+            if not hmac.compare_digest(token.encode(), session.csrf.encode()):
+                return html(render.problem("Refused", FORBIDDEN_FORM, _viewer(session)), 403)
+            if writes and session.read_only:
+                return html(render.problem("Refused", READ_ONLY, _viewer(session)), 403)
+            return await self._guarded(lambda r, s: action(r, s, form), request, session)
+
+        return handle
+
+    async def _guarded(
+        self,
+        view: Callable[[Request, UiSession], Awaitable[Response]],
+        request: Request,
+        session: UiSession,
+    ) -> Response:
+        """The view's response, or the page that says what the vault refused and why."""
+        try:
+            return await view(request, session)
+        except Unauthorized:
+            return self._ended(request, session=session)
+        except MemoryRouterError as error:
+            return self._refused(error, session, request)
+
+    def _refused(self, error: MemoryRouterError, session: UiSession, request: Request) -> Response:
+        viewer = _viewer(session)
+        headers = {}
+        if isinstance(error, RateLimited):
+            retry = error.details.get("retry_after")
+            headers["Retry-After"] = str(retry or 1)
+            message = f"Too many requests for this key. Wait {retry or 1} s and try again."
+        elif isinstance(error, NotFound):
+            message = "Nothing with this id in this vault (it may have been deleted)."
+        elif isinstance(error, Forbidden):
+            message = error.message
+        elif error.status >= 500:
+            message = "The vault could not answer. Try again in a moment."
+        else:
+            message = error.message
+        back = request.headers.get("referer")
+        content = render.problem(
+            _TITLES.get(error.status, "Refused"),
+            message,
+            viewer,
+            back=local_path(back, PREFIX) if back else PREFIX,
+        )
+        return html(content, error.status, headers)
+
+    def _ended(
+        self, request: Request, *, session: UiSession | None = None, status: int = 303
+    ) -> Response:
+        if session is not None:
+            self._sessions.end(session.secret)
+        if status == 303:
+            response = redirect(url("/sign-in", ended="1"))
+        else:
+            response = html(render.sign_in_notice(ENDED), status)
+        self._clear(response, SESSION_COOKIE)
+        return response
+
+    async def _form(self, request: Request) -> dict[str, list[str]] | None:
+        body = await read_body(request.receive, limits.UI_FORM_MAX_BYTES)
+        if body is None:
+            return None
+        return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+
+    def _client(self, session: UiSession) -> VaultClient:
+        return self._client_with(session.key)
+
+    def _client_with(self, key: str) -> VaultClient:
+        return self._vault.with_key(key)
+
+    # --- cookies ---------------------------------------------------------------------------
+
+    def _set(self, response: Response, name: str, value: str, max_age: int) -> None:
+        response.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            path=PREFIX,
+            secure=self._secure,
+            httponly=True,
+            samesite="strict",
+        )
+
+    def _clear(self, response: Response, name: str) -> None:
+        self._set(response, name, "", 0)
+
+    # --- sign-in ---------------------------------------------------------------------------
+
+    async def sign_in_form(self, request: Request) -> Response:
+        if self._session(request) is not None:
+            return redirect(local_path(request.query_params.get("next")))
+        token = secrets.token_urlsafe(24)
+        notice = ENDED if request.query_params.get("ended") else None
+        if request.query_params.get("out"):
+            notice = SIGNED_OUT
+        content = render.sign_in(
+            token,
+            needs_key=self._default_key is None,
+            next_path=local_path(request.query_params.get("next")),
+            notice=notice,
+        )
+        response = html(content)
+        self._set(response, SIGN_IN_COOKIE, token, SIGN_IN_SECONDS)
+        return response
+
+    async def sign_in(self, request: Request) -> Response:
+        form = await self._form(request)
+        if form is None:
+            return html(render.problem("Too large", "That form is too large.", None), 413)
+        expected = request.cookies.get(SIGN_IN_COOKIE, "")
+        token = (form.get("csrf") or [""])[0]
+        next_path = local_path((form.get("next") or [""])[0])
+        if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
+            return html(render.problem("Refused", FORBIDDEN_FORM, None, back=url("/sign-in")), 403)
+        key = self._default_key or (form.get("key") or [""])[0].strip()
+
+        def again(message: str, status: int) -> Response:
+            content = render.sign_in(
+                token, needs_key=self._default_key is None, next_path=next_path, error=message
+            )
+            return html(content, status)
+
+        if not key:
+            return again("Paste a memory key.", 400)
+        try:
+            info = await self._client_with(key).key_info()
+        except Unauthorized:
+            return again(
+                "That is not a key of this server's vaults, or it was revoked. Check it and "
+                "try again.",
+                401,
+            )
+        except MemoryRouterError as error:
+            return again(error.message, error.status)
+        if info.mode in ("write", "off"):
+            return again(
+                f"This key's mode ({info.mode}) cannot read memories. Sign in with the key "
+                "without its mode suffix.",
+                403,
+            )
+        session = self._sessions.start(
+            info.vault, key, info.read_only or info.mode == "read", self._clock()
+        )
+        response = redirect(next_path)
+        self._set(response, SESSION_COOKIE, session.secret, LIFETIME_SECONDS)
+        self._clear(response, SIGN_IN_COOKIE)
+        return response
+
+    async def sign_out(
+        self, request: Request, session: UiSession, form: dict[str, list[str]]
+    ) -> Response:
+        self._sessions.end(session.secret)
+        response = redirect(url("/sign-in", out="1"))
+        self._clear(response, SESSION_COOKIE)
+        return response
+
+    # --- pages -----------------------------------------------------------------------------
+
+    async def overview(self, request: Request, session: UiSession) -> Response:
+        client = self._client(session)
+        stats = await client.stats()
+        timeline = await client.timeline(_bucket_for(stats))
+        return html(render.overview(stats, timeline, _viewer(session), notice=_notice(request)))
+
+    async def search(self, request: Request, session: UiSession) -> Response:
+        viewer = _viewer(session)
+        f, problem = _filters(request)
+        if problem:
+            return html(render.search_page(f, None, viewer, error=problem), 400)
+        if not request.query_params:
+            return html(render.search_page(f, None, viewer))
+        client = self._client(session)
+        if f.query and not (f.date_from or f.date_to):
+            found = await client.search(
+                schemas.SearchRequest(
+                    query=f.query,
+                    limit=f.limit,
+                    tiers=list(f.tiers) or None,
+                    importance=f.importance,
+                )
+            )
+            more = None
+            if len(found.memories) >= f.limit and f.limit < limits.SEARCH_LIMIT_MAX:
+                more = url(
+                    "/search",
+                    **render.query_of(f),
+                    limit=min(f.limit + SEARCH_STEP, limits.SEARCH_LIMIT_MAX),
+                )
+            note = "Best matches first: meaning and words, newer breaking near ties."
+            return html(
+                render.search_page(
+                    f, found.memories, viewer, note=note, more=more, notice=_notice(request)
+                )
+            )
+        window = await client.date_search(_date_request(f, None))
+        note = (
+            "In the date window, best matches first."
+            if f.query
+            else "Newest first. The timeline pages through a longer window."
+        )
+        return html(
+            render.search_page(f, window.memories, viewer, note=note, notice=_notice(request))
+        )
+
+    async def timeline(self, request: Request, session: UiSession) -> Response:
+        viewer = _viewer(session)
+        f, problem = _filters(request)
+        if problem:
+            return html(render.timeline_page(f, None, viewer, next_page=None, error=problem), 400)
+        cursor = request.query_params.get("cursor") or None
+        result = await self._client(session).date_search(_date_request(f, cursor))
+        next_page = None
+        if result.truncated:
+            turn = result.returned.from_ if f.order == "newest_first" else result.returned.to
+            next_page = url("/timeline", **render.query_of(f), cursor=turn)
+        return html(
+            render.timeline_page(f, result, viewer, next_page=next_page, notice=_notice(request))
+        )
+
+    async def memory(self, request: Request, session: UiSession) -> Response:
+        memory_id = request.path_params["memory_id"]
+        offset = _int(request.query_params.get("offset"), 0, 0, 10**9)
+        found = await self._client(session).inspect(
+            schemas.InspectRequest(memory_id=memory_id, offset=offset, order="similarity")
+        )
+        more = (
+            url(f"/memories/{memory_id}", offset=found.next_offset)
+            if found.next_offset is not None
+            else None
+        )
+        return html(render.memory_page(found, _viewer(session), next_offset=more))
+
+    async def tidy(self, request: Request, session: UiSession) -> Response:
+        minted = None
+        shown = self._sessions.take_shown_once(session.secret)
+        if shown is not None:
+            minted = schemas.KeyCreated.model_validate_json(shown)
+        return await self._tidy(request, session, minted=minted, notice=_notice(request))
+
+    async def _tidy(
+        self,
+        request: Request,
+        session: UiSession,
+        *,
+        minted: schemas.KeyCreated | None = None,
+        notice: str | None = None,
+        error: str | None = None,
+        status: int = 200,
+    ) -> Response:
+        client = self._client(session)
+        stats = await client.stats()
+        keys = None if session.read_only else await client.list_keys()
+        content = render.tidy_page(
+            _viewer(session), stats, keys, minted=minted, notice=notice, error=error
+        )
+        return html(content, status)
+
+    async def export(self, request: Request, session: UiSession) -> Response:
+        lines = self._client(session).export_lines()
+        first = await anext(lines, None)  # a refusal surfaces here, before the 200
+
+        async def body() -> AsyncIterator[bytes]:
+            if first is None:
+                return
+            yield _line(first)
+            async for line in lines:
+                yield _line(line)
+
+        stamp = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%d")
+        name = f"memoryrouter-{session.vault_ref}-{stamp}.ndjson"
+        response = StreamingResponse(
+            body(),
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+        return secured(response)
+
+    # --- changes ---------------------------------------------------------------------------
+
+    async def delete(
+        self, request: Request, session: UiSession, form: dict[str, list[str]]
+    ) -> Response:
+        ids, back = _ids(form), local_path((form.get("back") or [""])[0])
+        viewer = _viewer(session)
+        if not ids:
+            return html(
+                render.problem(
+                    "Nothing selected", "Tick the memories to delete first.", viewer, back=back
+                ),
+                400,
+            )
+        client = self._client(session)
+        alone = await client.delete_ids(schemas.DeleteIdsRequest(ids=ids, dry_run=True))
+        derived = await client.delete_ids(
+            schemas.DeleteIdsRequest(ids=ids, derived=True, dry_run=True)
+        )
+        return html(render.confirm_delete(ids, alone, derived, viewer, back))
+
+    async def delete_confirmed(
+        self, request: Request, session: UiSession, form: dict[str, list[str]]
+    ) -> Response:
+        ids, back = _ids(form), local_path((form.get("back") or [""])[0])
+        if not ids:
+            return html(
+                render.problem(
+                    "Nothing selected",
+                    "Tick the memories to delete first.",
+                    _viewer(session),
+                    back=back,
+                ),
+                400,
+            )
+        derived = (form.get("derived") or ["no"])[0] == "yes"
+        done = await self._client(session).delete_ids(
+            schemas.DeleteIdsRequest(ids=ids, derived=derived)
+        )
+        deleted = sum(len(v) for v in (done.by_tier or {}).values()) if derived else done.deleted
+        if back.startswith(PREFIX + "/memories/"):
+            back = PREFIX  # the page of what was just deleted is gone
+        return redirect(_with_done(back, f"deleted:{deleted}"))
+
+    async def mint(
+        self, request: Request, session: UiSession, form: dict[str, list[str]]
+    ) -> Response:
+        name = (form.get("name") or [""])[0].strip()
+        if not name:
+            return await self._tidy(request, session, error="Give the new key a name.", status=400)
+        minted = await self._client(session).mint_key(
+            schemas.KeyCreateRequest(name=name, read_only=True)
+        )
+        self._sessions.show_once(session.secret, minted.model_dump_json())
+        return redirect(url("/tidy"))
+
+    async def revoke(
+        self, request: Request, session: UiSession, form: dict[str, list[str]]
+    ) -> Response:
+        key_id = (form.get("id") or [""])[0]
+        if not key_id:
+            return await self._tidy(request, session, error="Choose a key to revoke.", status=400)
+        try:
+            await self._client(session).revoke_key(key_id)
+        except MemoryRouterError as error:
+            if error.status not in (404, 409):
+                raise
+            return await self._tidy(request, session, error=error.message, status=error.status)
+        return redirect(_with_done(url("/tidy"), "revoked:1"))
+
+    async def wipe(
+        self, request: Request, session: UiSession, form: dict[str, list[str]]
+    ) -> Response:
+        typed = (form.get("confirm") or [""])[0].strip()
+        if typed != session.vault_ref:
+            return await self._tidy(
+                request,
+                session,
+                error=f"Nothing was wiped: type the vault reference {session.vault_ref} "
+                "exactly to confirm.",
+                status=400,
+            )
+        done = await self._client(session).wipe()
+        return redirect(_with_done(PREFIX, f"wiped:{done.deleted}"))
+
+    # --- static ----------------------------------------------------------------------------
+
+    async def stylesheet(self, request: Request) -> Response:
+        return _asset(self._css, "text/css; charset=utf-8")
+
+    async def script(self, request: Request) -> Response:
+        return _asset(self._js, "text/javascript; charset=utf-8")
+
+
+_TITLES = {
+    400: "Not understood",
+    403: "Refused",
+    404: "Not found",
+    409: "Refused",
+    429: "Slow down",
+}
+
+
+def _asset(content: bytes, media_type: str) -> Response:
+    response = secured(Response(content, media_type=media_type))
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+def _viewer(session: UiSession) -> Viewer:
+    return Viewer(session.vault_ref, session.read_only, session.csrf)
+
+
+def _line(value: dict[str, Any]) -> bytes:
+    return (json.dumps(value, ensure_ascii=False) + "\n").encode()
+
+
+def _notice(request: Request) -> str | None:
+    match = _DONE.match(request.query_params.get("done", ""))
+    if match is None:
+        return None
+    return NOTICES[match.group(1)].format(n=int(match.group(2)))
+
+
+def _with_done(path: str, done: str) -> str:
+    base = re.sub(r"([?&])done=[^&]*&?", r"\1", path).rstrip("?&")
+    return base + ("&" if "?" in base else "?") + "done=" + done
+
+
+def _ids(form: dict[str, list[str]]) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in form.get("ids", []):
+        if value.strip():
+            seen[value.strip()] = None
+    return list(seen)[: limits.MAX_DELETE_IDS]
+
+
+def _int(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        return min(max(int(value), low), high) if value else default
+    except ValueError:
+        return default
+
+
+def _filters(request: Request) -> tuple[Filters, str | None]:
+    """The form's filters, and what is wrong with them (None: nothing)."""
+    q = request.query_params
+    tiers = tuple(sorted({int(t) for t in q.getlist("tier") if t in ("1", "2", "3")}))
+    importance_text = q.get("importance", "")
+    importance = int(importance_text) if importance_text.isdigit() else None
+    f = Filters(
+        query=q.get("q", "").strip()[: limits.MAX_QUERY_CHARS],
+        tiers=tiers,
+        importance=importance if importance is None or 1 <= importance <= 10 else None,
+        date_from=q.get("from", "").strip(),
+        date_to=q.get("to", "").strip(),
+        order="oldest_first" if q.get("order") == "oldest_first" else "newest_first",
+        limit=_int(q.get("limit"), SEARCH_STEP, 1, limits.SEARCH_LIMIT_MAX),
+    )
+    for name, value in (("From", f.date_from), ("To", f.date_to)):
+        if value and not _DATE.match(value):
+            return f, f"{name} must be a date like 2026-03-01."
+    if f.date_from and f.date_to and f.date_from > f.date_to:
+        return f, "From must not be after To."
+    if importance_text and f.importance is None:
+        return f, "Importance is a number from 1 to 10."
+    return f, None
+
+
+def _date_request(f: Filters, cursor: str | None) -> schemas.DateSearchRequest:
+    start, end = f.date_from or EPOCH, f.date_to or None
+    if cursor:
+        if f.order == "newest_first":
+            end = cursor
+        else:
+            start = cursor
+    return schemas.DateSearchRequest(
+        **{"from": start},
+        to=end,
+        query=f.query or None,
+        tiers=list(f.tiers) or None,
+        importance=f.importance,
+        order=f.order,
+        max_tokens=limits.UI_PAGE_TOKENS,
+    )
+
+
+def _bucket_for(stats: schemas.StatsResponse) -> str:
+    """Days for a vault spanning two months at most, weeks up to two years, else months."""
+    if not stats.oldest or not stats.newest:
+        return "month"
+    oldest = datetime.fromisoformat(stats.oldest.replace("Z", "+00:00"))
+    newest = datetime.fromisoformat(stats.newest.replace("Z", "+00:00"))
+    span = (newest - oldest).days
+    return "day" if span <= 62 else "week" if span <= 730 else "month"

@@ -1,0 +1,727 @@
+"""The explorer's HTML, built from the vault's wire models: pure functions, no I/O.
+
+Every value that reaches a page goes through :func:`esc`. Pages carry no inline script and
+no inline style (the Content-Security-Policy forbids both); the one stylesheet and the one
+script are served by the explorer itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from html import escape
+from typing import Literal
+from urllib.parse import urlencode
+
+from mcp_memoryrouter import schemas
+
+PREFIX = "/ui"
+TIER_NAMES = {1: "moment", 2: "reflection", 3: "high-level reflection"}
+TIER_HELP = {
+    1: "what was said, as it was said",
+    2: "what happened, consolidated from moments",
+    3: "why it matters, consolidated from reflections",
+}
+SNIPPET_CHARS = 280
+CHART_HEIGHT = 120
+
+
+def esc(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def url(path: str, **query: object) -> str:
+    """A link inside the explorer, with the query's non-empty values."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in query.items():
+        if value is None or value == "" or value is False:
+            continue
+        if isinstance(value, (list, tuple)):
+            pairs += [(name, str(v)) for v in value]
+        else:
+            pairs.append((name, str(value)))
+    return PREFIX + path + ("?" + urlencode(pairs) if pairs else "")
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is looking: the signed-in vault, whether it may change anything, the CSRF token."""
+
+    vault_ref: str
+    read_only: bool
+    csrf: str
+
+
+NAV = [("/", "Overview"), ("/search", "Search"), ("/timeline", "Timeline"), ("/tidy", "Tidy")]
+
+
+def page(
+    title: str,
+    body: str,
+    viewer: Viewer | None = None,
+    *,
+    current: str = "",
+    notice: str | None = None,
+    error: str | None = None,
+) -> str:
+    header = ""
+    if viewer is not None:
+        links = "".join(
+            f'<li><a href="{esc(PREFIX + path if path != "/" else PREFIX)}"'
+            + (' aria-current="page"' if path == current else "")
+            + f">{esc(label)}</a></li>"
+            for path, label in NAV
+        )
+        mode = " · read-only key" if viewer.read_only else ""
+        header = (
+            '<header class="top"><nav aria-label="Explorer"><ul>'
+            f"{links}</ul></nav>"
+            f'<p class="who">Vault <code>{esc(viewer.vault_ref)}</code>{esc(mode)}</p>'
+            f'<form method="post" action="{PREFIX}/sign-out" class="signout">'
+            f'{csrf_field(viewer)}<button type="submit">Sign out</button></form></header>'
+        )
+    flash = ""
+    if notice:
+        flash += f'<p class="notice" role="status">{esc(notice)}</p>'
+    if error:
+        flash += f'<p class="error" role="alert">{esc(error)}</p>'
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)} · Memory explorer</title>"
+        f'<link rel="stylesheet" href="{PREFIX}/static/explorer.css">'
+        f'<script src="{PREFIX}/static/explorer.js" defer></script></head><body>'
+        '<a class="skip" href="#main">Skip to content</a>'
+        f'{header}<main id="main"><h1>{esc(title)}</h1>{flash}{body}</main></body></html>'
+    )
+
+
+def csrf_field(viewer: Viewer) -> str:
+    return f'<input type="hidden" name="csrf" value="{esc(viewer.csrf)}">'
+
+
+# --- sign-in ----------------------------------------------------------------------------------
+
+
+def sign_in(
+    token: str,
+    *,
+    needs_key: bool,
+    next_path: str = PREFIX,
+    notice: str | None = None,
+    error: str | None = None,
+) -> str:
+    if needs_key:
+        field = (
+            '<label for="key">Memory key</label>'
+            '<input id="key" name="key" type="password" autocomplete="current-password" '
+            'required spellcheck="false" autocapitalize="off">'
+            '<p class="note">A key starts with <code>mk_</code>. It is checked with the vault '
+            "and kept on the server, sealed; this browser keeps only a session cookie. A "
+            "read-only key can look at everything and change nothing.</p>"
+        )
+        action = "Sign in"
+    else:
+        field = '<p class="note">This server serves one local vault without keys.</p>'
+        action = "Open the vault"
+    body = (
+        f'<form method="post" action="{PREFIX}/sign-in" class="card">'
+        f'<input type="hidden" name="csrf" value="{esc(token)}">'
+        f'<input type="hidden" name="next" value="{esc(next_path)}">{field}'
+        f'<button type="submit">{action}</button></form>'
+    )
+    return page("Sign in", body, notice=notice, error=error)
+
+
+def sign_in_notice(message: str) -> str:
+    """A refusal that needs a new sign-in (a form sent after its session ended)."""
+    body = f'<p><a class="button" href="{PREFIX}/sign-in">Sign in</a></p>'
+    return page("Signed out", body, error=message)
+
+
+# --- pieces -----------------------------------------------------------------------------------
+
+
+def day(text: str | None) -> str:
+    """An ISO instant shown as its date and minute (UTC)."""
+    if not text:
+        return "—"
+    return text[:16].replace("T", " ")
+
+
+def when(row: schemas.MemoryRow | schemas.LineageRow) -> str:
+    if row.covers is not None:
+        return covering(row.covers)
+    return f'<span class="when"><time datetime="{esc(row.date)}">{esc(day(row.date))}</time></span>'
+
+
+def covering(covers: schemas.Covers) -> str:
+    return (
+        f'<span class="when">covers <time datetime="{esc(covers.from_)}">{esc(day(covers.from_))}'
+        f'</time> to <time datetime="{esc(covers.to)}">{esc(day(covers.to))}</time></span>'
+    )
+
+
+def tier_tag(tier: int) -> str:
+    return f'<span class="tag t{tier}">Tier {tier} · {esc(TIER_NAMES[tier])}</span>'
+
+
+def support(row: schemas.MemoryRow | schemas.LineageRow | schemas.InspectResponse) -> str:
+    if row.sources_total is None:
+        return ""
+    deleted = row.sources_deleted or 0
+    text = f"{row.sources_total} source{'s' if row.sources_total != 1 else ''}"
+    if deleted:
+        text += f", {deleted} deleted"
+    if row.orphaned:
+        text += " (orphaned: every source is gone)"
+    return f'<span class="support">{esc(text)}</span>'
+
+
+def snippet(text: str) -> str:
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rstrip() + "…"
+
+
+def memory_item(
+    row: schemas.MemoryRow | schemas.LineageRow, viewer: Viewer, *, selectable: bool = True
+) -> str:
+    meta = [tier_tag(row.tier), when(row)]
+    if row.importance is not None:
+        meta.append(f'<span class="importance">importance {row.importance}</span>')
+    if row.role is not None:
+        meta.append(f'<span class="role">{esc(row.role)}</span>')
+    if row.score is not None:
+        meta.append(f'<span class="score">score {row.score:.3f}</span>')
+    meta.append(support(row))
+    pick = ""
+    if selectable and not viewer.read_only:
+        pick = (
+            f'<input type="checkbox" name="ids" value="{esc(row.id)}" id="pick-{esc(row.id)}" '
+            f'aria-label="Select {esc(snippet(row.content)[:60])}">'
+        )
+    return (
+        f'<li class="memory t{row.tier}">{pick}<div>'
+        f'<a class="text" href="{esc(url("/memories/" + row.id))}">{esc(snippet(row.content))}</a>'
+        f'<p class="meta">{" ".join(m for m in meta if m)}</p></div></li>'
+    )
+
+
+def memory_list(
+    rows: Sequence[schemas.MemoryRow | schemas.LineageRow],
+    viewer: Viewer,
+    *,
+    empty: str,
+    label: str,
+    back: str,
+) -> str:
+    """The rows, in a form that deletes a selection (absent for a read-only key)."""
+    if not rows:
+        return f'<p class="empty">{esc(empty)}</p>'
+    items = "".join(memory_item(r, viewer) for r in rows)
+    listing = f'<ul class="memories" aria-label="{esc(label)}">{items}</ul>'
+    if viewer.read_only:
+        return listing
+    return (
+        f'<form method="post" action="{PREFIX}/delete" class="selection">{csrf_field(viewer)}'
+        f'<input type="hidden" name="back" value="{esc(back)}">{listing}'
+        '<button type="submit" class="danger">Delete selected…</button></form>'
+    )
+
+
+# --- overview ---------------------------------------------------------------------------------
+
+
+def overview(
+    stats: schemas.StatsResponse,
+    timeline: schemas.TimelineResponse,
+    viewer: Viewer,
+    *,
+    notice: str | None = None,
+) -> str:
+    counts = "".join(
+        f'<div class="count t{t}"><dt>Tier {t} · {esc(TIER_NAMES[t])}s</dt>'
+        f'<dd data-tier="{t}">{stats.tiers[str(t)].count}</dd>'
+        f'<dd class="note">{esc(TIER_HELP[t])}</dd></div>'
+        for t in (1, 2, 3)
+    )
+    debt = stats.reflection
+    raw, tier2 = debt.unconsolidated.raw, debt.unconsolidated.tier2
+    gauges = gauge(
+        "raw-debt",
+        "Moments waiting to be consolidated",
+        raw.importance_equiv,
+        debt.threshold_importance,
+        f"{raw.units} moments, about {raw.est_tokens} tokens",
+    ) + gauge(
+        "tier2-debt",
+        "Reflections waiting to be consolidated",
+        tier2.importance,
+        debt.threshold_importance,
+        f"{tier2.count} reflections, about {tier2.est_tokens} tokens",
+    )
+    suggestion = (
+        f'<p class="suggestion" role="status">{esc(debt.suggestion)}</p>'
+        if debt.suggestion
+        else '<p class="note">No consolidation is due.</p>'
+    )
+    last = timeline.last_reflection_at
+    facts = (
+        f'<dl class="facts"><dt>Memories</dt><dd id="total">{stats.total_memories}</dd>'
+        f"<dt>Tokens</dt><dd>{stats.total_tokens}</dd>"
+        f'<dt>Waiting for embedding</dt><dd id="pending">{stats.pending_embeddings}</dd>'
+        f"<dt>Oldest</dt><dd>{esc(day(stats.oldest))}</dd>"
+        f"<dt>Newest</dt><dd>{esc(day(stats.newest))}</dd>"
+        f'<dt>Last consolidation</dt><dd id="last-consolidation">'
+        f"{esc(day(last) if last else 'never')}</dd></dl>"
+    )
+    body = (
+        f'<section aria-labelledby="tiers-h"><h2 id="tiers-h">Tiers</h2>'
+        f'<dl class="counts">{counts}</dl>{facts}</section>'
+        f'<section aria-labelledby="debt-h"><h2 id="debt-h">Reflection debt</h2>'
+        f'<p class="note">Consolidation is suggested when either gauge reaches '
+        f"{debt.threshold_importance} importance.</p>{gauges}{suggestion}</section>"
+        f'<section aria-labelledby="chart-h"><h2 id="chart-h">Memories over time</h2>'
+        f"{chart(timeline)}</section>"
+    )
+    return page("Overview", body, viewer, current="/", notice=notice)
+
+
+def gauge(ident: str, label: str, value: int, threshold: int, detail: str) -> str:
+    high = max(threshold, value, 1)
+    return (
+        f'<div class="gauge"><label for="{ident}">{esc(label)}</label>'
+        f'<meter id="{ident}" min="0" max="{high}" low="{int(threshold * 0.5)}" '
+        f'high="{threshold}" optimum="0" value="{value}">{value} of {threshold}</meter>'
+        f'<p class="note"><strong>{value}</strong> of {threshold} importance · {esc(detail)}</p>'
+        "</div>"
+    )
+
+
+def chart(timeline: schemas.TimelineResponse) -> str:
+    """Stacked bars per bucket (tier 1 at the bottom), as SVG, with the same numbers in a
+    table for screen readers and for reading exact values."""
+    buckets = timeline.buckets
+    if not buckets:
+        return '<p class="empty">Nothing remembered yet.</p>'
+    filled = fill_gaps(buckets, timeline.bucket)
+    peak = max(sum(b.tiers.values()) for b in filled) or 1
+    width = max(len(filled) * 12, 240)
+    bar = width / len(filled)
+    rects = []
+    for i, b in enumerate(filled):
+        y = float(CHART_HEIGHT)
+        for tier in ("1", "2", "3"):
+            n = b.tiers.get(tier, 0)
+            if not n:
+                continue
+            h = n / peak * (CHART_HEIGHT - 4)
+            y -= h
+            rects.append(
+                f'<rect class="t{tier}" x="{i * bar + 1:.1f}" y="{y:.1f}" '
+                f'width="{max(bar - 2, 1):.1f}" height="{h:.1f}">'
+                f"<title>{esc(b.start)}: {n} tier {tier}</title></rect>"
+            )
+    label = (
+        f"Memories per {timeline.bucket} from {filled[0].start} to {filled[-1].start}, "
+        f"by tier; at most {peak} in one {timeline.bucket}"
+    )
+    rows = "".join(
+        f'<tr><th scope="row">{esc(b.start)}</th>'
+        + "".join(f"<td>{b.tiers.get(t, 0)}</td>" for t in ("1", "2", "3"))
+        + "</tr>"
+        for b in buckets
+    )
+    legend = "".join(
+        f'<li><span class="swatch t{t}"></span>Tier {t} · {esc(TIER_NAMES[t])}s</li>'
+        for t in (1, 2, 3)
+    )
+    return (
+        f'<figure class="chart"><svg viewBox="0 0 {width:.0f} {CHART_HEIGHT}" role="img" '
+        f'aria-label="{esc(label)}" preserveAspectRatio="none">{"".join(rects)}</svg>'
+        f'<figcaption><ul class="legend">{legend}</ul>'
+        f"<span>{esc(filled[0].start)} to {esc(filled[-1].start)}, per {esc(timeline.bucket)}"
+        "</span></figcaption></figure>"
+        f"<details><summary>The numbers</summary><table><caption>Memories per "
+        f'{esc(timeline.bucket)}</caption><thead><tr><th scope="col">From</th>'
+        '<th scope="col">Tier 1</th><th scope="col">Tier 2</th><th scope="col">Tier 3</th>'
+        f"</tr></thead><tbody>{rows}</tbody></table></details>"
+    )
+
+
+def fill_gaps(buckets: Sequence[schemas.TimelineBucket], size: str) -> list[schemas.TimelineBucket]:
+    """The buckets with the empty ones between them, so bars stand at their place in time."""
+    present = {b.start: b for b in buckets}
+    out: list[schemas.TimelineBucket] = []
+    cursor = date.fromisoformat(buckets[0].start)
+    last = date.fromisoformat(buckets[-1].start)
+    while cursor <= last:
+        key = cursor.isoformat()
+        out.append(present.get(key) or schemas.TimelineBucket(start=key, tiers={}))
+        cursor = _next_start(cursor, size)
+    return out
+
+
+def _next_start(start: date, size: str) -> date:
+    if size == "day":
+        return start + timedelta(days=1)
+    if size == "week":
+        return start + timedelta(days=7)
+    return date(start.year + start.month // 12, start.month % 12 + 1, 1)
+
+
+# --- search and timeline -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the search and timeline forms ask: the API's filters, as typed."""
+
+    query: str = ""
+    tiers: tuple[int, ...] = ()
+    importance: int | None = None
+    date_from: str = ""
+    date_to: str = ""
+    order: Literal["newest_first", "oldest_first"] = "newest_first"
+    limit: int = 20
+
+
+def filter_fields(f: Filters, *, with_query: bool, with_order: bool) -> str:
+    tiers = "".join(
+        f'<label class="inline"><input type="checkbox" name="tier" value="{t}"'
+        + (" checked" if t in f.tiers else "")
+        + f"> Tier {t} · {esc(TIER_NAMES[t])}s</label>"
+        for t in (1, 2, 3)
+    )
+    query = ""
+    if with_query:
+        query = (
+            '<label for="q">Words or a question (leave empty to list by date)</label>'
+            f'<input id="q" name="q" type="search" value="{esc(f.query)}" maxlength="2000">'
+        )
+    importance = "".join(
+        f'<option value="{i}"' + (" selected" if f.importance == i else "") + f">{i}+</option>"
+        for i in range(1, 11)
+    )
+    order = ""
+    if with_order:
+        order = (
+            '<label for="order">Order</label><select id="order" name="order">'
+            + "".join(
+                f'<option value="{v}"' + (" selected" if f.order == v else "") + f">{t}</option>"
+                for v, t in (("newest_first", "Newest first"), ("oldest_first", "Oldest first"))
+            )
+            + "</select>"
+        )
+    return (
+        f"{query}<fieldset><legend>Tiers (none ticked: all)</legend>{tiers}</fieldset>"
+        '<div class="row"><div><label for="importance">Reflections of importance</label>'
+        f'<select id="importance" name="importance"><option value="">any</option>{importance}'
+        "</select></div>"
+        f'<div><label for="from">From</label><input id="from" name="from" type="date" '
+        f'value="{esc(f.date_from)}"></div>'
+        f'<div><label for="to">To</label><input id="to" name="to" type="date" '
+        f'value="{esc(f.date_to)}"></div>'
+        f"<div>{order}</div></div>"
+    )
+
+
+def search_page(
+    f: Filters,
+    rows: Sequence[schemas.MemoryRow] | None,
+    viewer: Viewer,
+    *,
+    note: str = "",
+    more: str | None = None,
+    error: str | None = None,
+    notice: str | None = None,
+) -> str:
+    form = (
+        f'<form method="get" action="{PREFIX}/search" class="filters" role="search">'
+        f"{filter_fields(f, with_query=True, with_order=False)}"
+        '<button type="submit">Search</button></form>'
+    )
+    results = ""
+    if rows is not None:
+        back = url("/search", **query_of(f))
+        results = (
+            f'<section aria-labelledby="results-h"><h2 id="results-h">{len(rows)} '
+            f"result{'s' if len(rows) != 1 else ''}</h2>"
+            + (f'<p class="note">{esc(note)}</p>' if note else "")
+            + memory_list(rows, viewer, empty="Nothing matches.", label="Results", back=back)
+            + (f'<p><a href="{esc(more)}">More results</a></p>' if more else "")
+            + "</section>"
+        )
+    return page("Search", form + results, viewer, current="/search", error=error, notice=notice)
+
+
+def timeline_page(
+    f: Filters,
+    result: schemas.DateSearchResponse | None,
+    viewer: Viewer,
+    *,
+    next_page: str | None,
+    error: str | None = None,
+    notice: str | None = None,
+) -> str:
+    form = (
+        f'<form method="get" action="{PREFIX}/timeline" class="filters">'
+        f"{filter_fields(f, with_query=False, with_order=True)}"
+        '<button type="submit">Show</button></form>'
+    )
+    results = ""
+    if result is not None:
+        back = url("/timeline", **query_of(f))
+        window = (
+            f"This page: {day(result.returned.from_)} to {day(result.returned.to)}"
+            if result.memories
+            else ""
+        )
+        results = (
+            f'<section aria-labelledby="page-h"><h2 id="page-h">{len(result.memories)} '
+            f"memor{'ies' if len(result.memories) != 1 else 'y'}</h2>"
+            + (f'<p class="note">{esc(window)}</p>' if window else "")
+            + memory_list(
+                result.memories,
+                viewer,
+                empty="Nothing in this window.",
+                label="Memories",
+                back=back,
+            )
+            + (f'<p><a rel="next" href="{esc(next_page)}">Next page</a></p>' if next_page else "")
+            + "</section>"
+        )
+    return page("Timeline", form + results, viewer, current="/timeline", error=error, notice=notice)
+
+
+def query_of(f: Filters) -> dict[str, object]:
+    return {
+        "q": f.query,
+        "tier": list(f.tiers),
+        "importance": f.importance,
+        "from": f.date_from,
+        "to": f.date_to,
+        "order": f.order if f.order != "newest_first" else None,
+    }
+
+
+# --- a memory ---------------------------------------------------------------------------------
+
+
+def memory_page(found: schemas.InspectResponse, viewer: Viewer, *, next_offset: str | None) -> str:
+    facts = [tier_tag(found.tier)]
+    if found.covers is not None:
+        facts.append(covering(found.covers))
+    else:
+        facts.append(f'<time datetime="{esc(found.date)}">{esc(day(found.date))}</time>')
+    if found.importance is not None:
+        facts.append(f'<span class="importance">importance {found.importance}</span>')
+    if found.role is not None:
+        facts.append(f'<span class="role">{esc(found.role)}</span>')
+    body = (
+        f'<article class="memory-page t{found.tier}"><p class="meta">{" ".join(facts)}</p>'
+        f'<blockquote class="content">{esc(found.content)}</blockquote>'
+        f'<p class="note">id <code>{esc(found.memory_id)}</code></p></article>'
+    )
+    up = found.consolidated_into or []
+    body += '<section aria-labelledby="up-h"><h2 id="up-h">Up: built from this</h2>'
+    if up:
+        body += (
+            '<ul class="memories" aria-label="Built from this">'
+            + "".join(memory_item(r, viewer, selectable=False) for r in up)
+            + "</ul>"
+        )
+    else:
+        body += (
+            '<p class="empty">No reflection is built from this yet'
+            + (" (a tier-3 reflection is the top)." if found.tier == 3 else ".")
+            + "</p>"
+        )
+    body += "</section>"
+    if found.tier > 1:
+        total, deleted = found.sources_total or 0, found.sources_deleted or 0
+        shown = len(found.sources or [])
+        summary = f"{total} source{'s' if total != 1 else ''}"
+        if deleted:
+            summary += f", {deleted} of them deleted"
+        if found.orphaned:
+            summary += ": every source is gone, this reflection stands alone"
+        body += (
+            '<section aria-labelledby="down-h"><h2 id="down-h">Down: what this was built from'
+            f'</h2><p class="note" id="sources-summary">{esc(summary)}. '
+            f"Showing {shown} from {found.offset or 0}, most similar first.</p>"
+            '<ul class="memories" aria-label="Sources">'
+            + "".join(memory_item(r, viewer, selectable=False) for r in found.sources or [])
+            + "</ul>"
+            + (
+                f'<p><a rel="next" href="{esc(next_offset)}">More sources</a></p>'
+                if next_offset
+                else ""
+            )
+            + "</section>"
+        )
+    if not viewer.read_only:
+        body += (
+            f'<form method="post" action="{PREFIX}/delete" class="actions">{csrf_field(viewer)}'
+            f'<input type="hidden" name="ids" value="{esc(found.memory_id)}">'
+            f'<input type="hidden" name="back" value="{esc(PREFIX)}">'
+            '<button type="submit" class="danger">Delete this memory…</button></form>'
+        )
+    return page(f"Tier {found.tier} {TIER_NAMES[found.tier]}", body, viewer)
+
+
+# --- tidy -------------------------------------------------------------------------------------
+
+
+def confirm_delete(
+    ids: Sequence[str],
+    alone: schemas.DeleteIdsResponse,
+    derived: schemas.DeleteIdsResponse,
+    viewer: Viewer,
+    back: str,
+) -> str:
+    """What deleting the selection does, from two dry runs: the selection alone, and the
+    selection with every reflection built from it."""
+    found = len(ids) - alone.not_found
+    by_tier = derived.by_tier or {}
+    above = sum(len(v) for t, v in by_tier.items() if t != "1" and v) - sum(
+        len(v) for t, v in (alone.by_tier or {}).items() if t != "1" and v
+    )
+    pool = derived.returned_to_pool or {}
+    hidden = "".join(f'<input type="hidden" name="ids" value="{esc(i)}">' for i in ids)
+    common = f'{csrf_field(viewer)}{hidden}<input type="hidden" name="back" value="{esc(back)}">'
+    effects = (
+        f"<p>You selected {len(ids)} memor{'ies' if len(ids) != 1 else 'y'}"
+        + (f" ({alone.not_found} no longer exist)" if alone.not_found else "")
+        + ".</p>"
+        "<ul>"
+        "<li><strong>Delete only these:</strong> they are gone for good. A reflection built "
+        "from a deleted memory keeps its text and counts the source as deleted; when all of "
+        "its sources are gone it is marked orphaned.</li>"
+    )
+    if above:
+        returned = ", ".join(f"{n} at tier {t}" for t, n in sorted(pool.items()) if n)
+        effects += (
+            f"<li><strong>Also delete what was built from them:</strong> {above} "
+            f"reflection{'s' if above != 1 else ''} above "
+            + (
+                "; their other sources (" + esc(returned) + ") return to the unconsolidated "
+                "pool, so the next consolidation rebuilds them without what you deleted."
+                if returned
+                else "."
+            )
+            + "</li>"
+        )
+    effects += "</ul>"
+    listing = "".join(
+        f"<li>{tier_tag(int(t))} <code>{esc(i)}</code></li>"
+        for t, group in sorted(by_tier.items())
+        for i in group
+    )
+    buttons = (
+        f'<form method="post" action="{PREFIX}/delete/confirm" class="actions">{common}'
+        f'<button type="submit" class="danger" name="derived" value="no">Delete only these '
+        f"({found})</button>"
+        + (
+            f'<button type="submit" class="danger" name="derived" value="yes">Delete these and '
+            f"the {above} reflection{'s' if above != 1 else ''} built from them</button>"
+            if above
+            else ""
+        )
+        + f'<a class="button" href="{esc(back)}">Cancel</a></form>'
+    )
+    body = (
+        f'<div class="card">{effects}</div>'
+        + (
+            f'<details><summary>Every memory that would go</summary><ul class="plain">{listing}'
+            "</ul></details>"
+            if listing
+            else ""
+        )
+        + buttons
+    )
+    return page("Delete memories?", body, viewer)
+
+
+def tidy_page(
+    viewer: Viewer,
+    stats: schemas.StatsResponse,
+    keys: schemas.KeyList | None,
+    *,
+    minted: schemas.KeyCreated | None = None,
+    notice: str | None = None,
+    error: str | None = None,
+) -> str:
+    export = (
+        '<section aria-labelledby="export-h"><h2 id="export-h">Export</h2>'
+        "<p>The whole vault as one file (NDJSON, one memory a line, every tier with its "
+        "lineage): <code>mcp-memoryrouter import</code> reads it back.</p>"
+        f'<p><a class="button" href="{PREFIX}/export" download>Download the export</a></p>'
+        "</section>"
+    )
+    if viewer.read_only:
+        return page(
+            "Tidy",
+            export + '<p class="note">This key is read-only: it can look and export, not '
+            "delete, wipe or manage keys.</p>",
+            viewer,
+            current="/tidy",
+            notice=notice,
+            error=error,
+        )
+    shown = ""
+    if minted is not None:
+        shown = (
+            '<div class="card minted" role="status"><p><strong>New read-only key '
+            f"&ldquo;{esc(minted.name)}&rdquo;.</strong> Copy it now: it is shown once.</p>"
+            f'<p><code class="secret">{esc(minted.key)}</code></p></div>'
+        )
+    rows = ""
+    for k in keys.keys if keys else []:
+        revoke = (
+            f'<form method="post" action="{PREFIX}/keys/revoke" data-confirm="Revoke the key '
+            f'{esc(k.name)}? Anything using it stops working.">{csrf_field(viewer)}'
+            f'<input type="hidden" name="id" value="{esc(k.id)}">'
+            f'<button type="submit" class="danger small" aria-label="Revoke {esc(k.name)}">'
+            "Revoke</button></form>"
+        )
+        rows += (
+            f"<tr><td>{esc(k.name)}</td><td><code>{esc(k.prefix or '—')}…</code></td>"
+            f"<td>{'read-only' if k.read_only else 'read-write'}</td>"
+            f"<td>{esc(day(k.created_at))}</td><td>{esc(day(k.last_used_at))}</td>"
+            f"<td>{revoke}</td></tr>"
+        )
+    key_section = (
+        '<section aria-labelledby="keys-h"><h2 id="keys-h">Keys</h2>'
+        f'{shown}<table class="keys"><caption>The vault\'s keys (never their secrets)'
+        '</caption><thead><tr><th scope="col">Name</th><th scope="col">Starts</th>'
+        '<th scope="col">Access</th><th scope="col">Created</th><th scope="col">Last used'
+        '</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+        f'<form method="post" action="{PREFIX}/keys" class="row">{csrf_field(viewer)}'
+        '<div><label for="key-name">Name of a new read-only key</label>'
+        '<input id="key-name" name="name" maxlength="100" required></div>'
+        '<div><button type="submit">Make a read-only key</button></div></form></section>'
+    )
+    wipe = (
+        '<section aria-labelledby="wipe-h"><h2 id="wipe-h">Wipe the vault</h2>'
+        f"<p>Deletes all {stats.total_memories} memories at every tier, for good. Keys stay. "
+        "Export first if you may want them back.</p>"
+        f'<form method="post" action="{PREFIX}/wipe">{csrf_field(viewer)}'
+        f'<label for="confirm-wipe">Type the vault reference <code>{esc(viewer.vault_ref)}'
+        "</code> to confirm</label>"
+        '<input id="confirm-wipe" name="confirm" autocomplete="off" spellcheck="false" required>'
+        '<button type="submit" class="danger">Wipe every memory</button></form></section>'
+    )
+    return page(
+        "Tidy", export + key_section + wipe, viewer, current="/tidy", notice=notice, error=error
+    )
+
+
+def problem(title: str, message: str, viewer: Viewer | None, *, back: str | None = None) -> str:
+    link = f'<p><a href="{esc(back)}">Go back</a></p>' if back else ""
+    return page(title, f'<p class="error" role="alert">{esc(message)}</p>{link}', viewer)
+
+
+def join(parts: Iterable[str]) -> str:
+    return "".join(parts)
