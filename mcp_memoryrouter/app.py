@@ -33,6 +33,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
 from mcp_memoryrouter.auth.external import (
     ExternalTokenVerifier,
@@ -55,9 +56,15 @@ from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
+from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui.explorer import Explorer
 from mcp_memoryrouter.ui.sessions import UiSessions
-from mcp_memoryrouter.vault.app import build_service, create_vault_app, in_process
+from mcp_memoryrouter.vault.app import (
+    build_service,
+    create_vault_app,
+    in_process,
+    monotonic_clock,
+)
 from mcp_memoryrouter.vault.service import VaultService
 
 REQUEST_STATE_KEY_FILE = "mcp-request-state.key"
@@ -293,6 +300,11 @@ def memory_explorer(
         secure_cookies=base.scheme == "https" or not is_loopback(base.host),
         default_key=default_key,
         clock=clock,
+        sign_ins=TokenBuckets(
+            limits.UI_SIGN_INS_PER_MINUTE,
+            limits.UI_SIGN_INS_PER_MINUTE,
+            monotonic_clock,
+        ),
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import re
 import secrets
 import time
@@ -39,6 +40,7 @@ from mcp_memoryrouter.errors import (
     RateLimited,
     Unauthorized,
 )
+from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui import render
 from mcp_memoryrouter.ui.render import PREFIX, Filters, Viewer, url
 from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
@@ -112,8 +114,11 @@ class Explorer:
         secure_cookies: bool,
         default_key: str | None = None,
         clock: Callable[[], float] = time.time,
+        sign_ins: TokenBuckets | None = None,
     ) -> None:
+        """``sign_ins``: the sign-in attempts each client address may make (None: any)."""
         self._vault = client
+        self._sign_ins = sign_ins
         self._sessions = sessions
         self._secure = secure_cookies
         self._default_key = default_key
@@ -169,7 +174,12 @@ class Explorer:
             session = self._session(request)
             if session is None:
                 back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-                return redirect(url("/sign-in", next=local_path(back)))
+                # a cookie that opens no session: it expired, was signed out or revoked
+                ended = "1" if request.cookies.get(SESSION_COOKIE) else None
+                response = redirect(url("/sign-in", next=local_path(back), ended=ended))
+                if ended:
+                    self._clear(response, SESSION_COOKIE)
+                return response
             return await self._guarded(view, request, session)
 
         return handle
@@ -231,12 +241,11 @@ class Explorer:
             message = "The vault could not answer. Try again in a moment."
         else:
             message = error.message
-        back = request.headers.get("referer")
         content = render.problem(
             _TITLES.get(error.status, "Refused"),
             message,
             viewer,
-            back=local_path(back, PREFIX) if back else PREFIX,
+            back=PREFIX,
         )
         return html(content, error.status, headers)
 
@@ -300,6 +309,17 @@ class Explorer:
         return response
 
     async def sign_in(self, request: Request) -> Response:
+        address = request.client.host if request.client else "unknown"
+        wait = self._sign_ins.take(address) if self._sign_ins is not None else None
+        if wait is not None:
+            seconds = max(1, math.ceil(wait))
+            content = render.problem(
+                "Slow down",
+                f"Too many sign-in attempts from this address. Wait {seconds} s and try again.",
+                None,
+                back=url("/sign-in"),
+            )
+            return html(content, 429, {"Retry-After": str(seconds)})
         form = await self._form(request)
         if form is None:
             return html(render.problem("Too large", "That form is too large.", None), 413)
@@ -355,7 +375,10 @@ class Explorer:
     async def overview(self, request: Request, session: UiSession) -> Response:
         client = self._client(session)
         stats = await client.stats()
-        timeline = await client.timeline(_bucket_for(stats))
+        try:
+            timeline = await client.timeline(_bucket_for(stats))
+        except NotFound:  # a vault API elsewhere (MEMORYROUTER_API_URL) without the route
+            timeline = None
         return html(render.overview(stats, timeline, _viewer(session), notice=_notice(request)))
 
     async def search(self, request: Request, session: UiSession) -> Response:

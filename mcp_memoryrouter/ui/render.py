@@ -234,7 +234,7 @@ def memory_list(
 
 def overview(
     stats: schemas.StatsResponse,
-    timeline: schemas.TimelineResponse,
+    timeline: schemas.TimelineResponse | None,
     viewer: Viewer,
     *,
     notice: str | None = None,
@@ -265,7 +265,7 @@ def overview(
         if debt.suggestion
         else '<p class="note">No consolidation is due.</p>'
     )
-    last = timeline.last_reflection_at
+    last = None if timeline is None else timeline.last_reflection_at
     facts = (
         f'<dl class="facts"><dt>Memories</dt><dd id="total">{stats.total_memories}</dd>'
         f"<dt>Tokens</dt><dd>{stats.total_tokens}</dd>"
@@ -282,7 +282,12 @@ def overview(
         f'<p class="note">Consolidation is suggested when either gauge reaches '
         f"{debt.threshold_importance} importance.</p>{gauges}{suggestion}</section>"
         f'<section aria-labelledby="chart-h"><h2 id="chart-h">Memories over time</h2>'
-        f"{chart(timeline)}</section>"
+        + (
+            chart(timeline)
+            if timeline is not None
+            else '<p class="empty">This vault\'s API does not count memories over time.</p>'
+        )
+        + "</section>"
     )
     return page("Overview", body, viewer, current="/", notice=notice)
 

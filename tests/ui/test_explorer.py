@@ -10,6 +10,7 @@ import re
 
 from playwright.sync_api import BrowserContext, Page, expect
 
+from mcp_memoryrouter.ui.sessions import IDLE_SECONDS
 from tests.auth.conftest import OAuthServer
 from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
 
@@ -286,3 +287,26 @@ def test_a_read_only_key_sees_everything_and_changes_nothing(
         assert answer.status == 403, (path, answer.status)
         assert "read-only" in answer.text()
     assert stats(server, server.key)["total_memories"] == before
+
+
+def test_an_expired_session_and_a_form_without_its_token_are_refused(
+    server: OAuthServer, seeded: Seeded, context: BrowserContext
+) -> None:
+    page = open_page(context, server, server.key)
+    before = stats(server, server.key)["total_memories"]
+    # a change sent without the page's CSRF token, with the browser's own cookie
+    answer = page.request.post(
+        server.base + "/ui/wipe", form={"confirm": server.vault_of(server.key)}
+    )
+    assert answer.status == 403
+    assert "Load the page again" in answer.text()
+    assert stats(server, server.key)["total_memories"] == before
+    # a session left idle past its time: the next page asks to sign in again
+    server.clock.advance(IDLE_SECONDS + 1)
+    page.goto(server.base + f"/ui/memories/{seeded.tier3}")
+    assert "/ui/sign-in" in page.url
+    expect(page.get_by_role("status")).to_contain_text("Your session ended")
+    # and signing in comes back to the page that was asked for
+    page.get_by_label("Memory key").fill(server.key)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(server.base + f"/ui/memories/{seeded.tier3}")

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.ui.explorer import CSP
 from mcp_memoryrouter.ui.sessions import IDLE_SECONDS, LIFETIME_SECONDS, UI_DB_FILE
 from tests.auth.conftest import OAuthServer, oauth_server_at
@@ -202,3 +203,17 @@ def test_a_local_server_without_keys_opens_its_vault_with_one_button(tmp_path: P
         assert token
         browser.post("/ui/sign-in", data={"csrf": token.group(1)})
         assert browser.get("/ui").status_code == 200
+
+
+def test_sign_in_attempts_are_limited_per_address(server: OAuthServer) -> None:
+    with httpx2.Client(base_url=server.base, timeout=30) as guesser:
+        token = CSRF.search(guesser.get("/ui/sign-in").text)
+        assert token
+        statuses = [
+            guesser.post("/ui/sign-in", data={"csrf": token.group(1), "key": f"mk_guess{i}"})
+            for i in range(limits.UI_SIGN_INS_PER_MINUTE + 1)
+        ]
+    assert [s.status_code for s in statuses[:-1]] == [401] * limits.UI_SIGN_INS_PER_MINUTE
+    assert statuses[-1].status_code == 429
+    assert int(statuses[-1].headers["retry-after"]) >= 1
+    assert "Too many sign-in attempts" in statuses[-1].text
