@@ -93,7 +93,8 @@ def page(
         f'<link rel="stylesheet" href="{PREFIX}/static/explorer.css">'
         f'<script src="{PREFIX}/static/explorer.js" defer></script></head><body>'
         '<a class="skip" href="#main">Skip to content</a>'
-        f'{header}<main id="main"><h1>{esc(title)}</h1>{flash}{body}</main></body></html>'
+        f'{header}<main id="main"><h1>{esc(title)}</h1>{flash}{body}</main>'
+        '<footer><p class="note">Times are UTC.</p></footer></body></html>'
     )
 
 
@@ -608,7 +609,7 @@ def confirm_delete(
         returned = ", ".join(f"{n} at tier {t}" for t, n in sorted(pool.items()) if n)
         effects += (
             f"<li><strong>Also delete what was built from them:</strong> {above} "
-            f"reflection{'s' if above != 1 else ''} above "
+            f"reflection{'s' if above != 1 else ''} above"
             + (
                 "; their other sources (" + esc(returned) + ") return to the unconsolidated "
                 "pool, so the next consolidation rebuilds them without what you deleted."

@@ -116,6 +116,18 @@ def seed(server: OAuthServer, key: str) -> Seeded:
         for i in range(4)
     ]
     raw["shopping"] = api(server, "POST", "/v1/memory/ingest", key, messages=later)["ids"]
+    recent = [
+        {"role": role, "content": content, "date": f"2026-07-{day:02d}T{hour:02d}:15:00Z"}
+        for day, hour, role, content in (
+            (3, 8, "user", "I'm starting a new job at the library on Monday, mornings only."),
+            (3, 8, "assistant", "Congratulations! Mornings leave your afternoons free."),
+            (9, 19, "user", "My sister Ana is visiting from Lisbon for two weeks in August."),
+            (14, 7, "user", "Booked the bike for a service; the back brake squeaks."),
+            (21, 18, "user", "Remind me that Ana is vegetarian when we plan dinners."),
+            (28, 12, "user", "The tomatoes finally ripened, far more than we can eat."),
+        )
+    ]
+    raw["recent"] = api(server, "POST", "/v1/memory/ingest", key, messages=recent)["ids"]
     return Seeded(raw, tier2, tier3)
 
 
@@ -130,7 +142,9 @@ def seeded(server: OAuthServer) -> Seeded:
     return seed(server, server.key)
 
 
-@pytest.fixture(scope="session")
+# One browser per module: Playwright's event loop runs while it is open, and the tests of
+# other modules run their own.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
