@@ -14,9 +14,10 @@ from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.hybrid import HybridSearch
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
 from mcp_memoryrouter.vault.keyring import Keyring
-from mcp_memoryrouter.vault.rules import chunking, contract, leases, selection, when, window
+from mcp_memoryrouter.vault.rules import chunking, contract, debt, leases, selection, when, window
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.domain import (
+    Backlog,
     Batch,
     CommitOutcome,
     Counters,
@@ -405,6 +406,11 @@ class VaultService:
 
     def vault_count(self) -> int:
         return self._store.vault_count()
+
+    def backlog(self) -> Backlog:
+        """Every vault of this store at once, for the operator's metrics (no key: counts and
+        sums only, nothing of any one vault)."""
+        return self._store.backlog(debt.RAW_DUE_TOKENS, limits.DEBT_THRESHOLD_IMPORTANCE)
 
     def now(self) -> int:
         return self._clock()

@@ -22,6 +22,19 @@ def importance_equiv(raw_tokens: int) -> int:
     return raw_tokens * DEBT_THRESHOLD_IMPORTANCE // DEBT_THRESHOLD_TOKENS
 
 
+# The fewest unconsolidated raw tokens whose importance equivalent reaches the threshold:
+# ``importance_equiv`` rounds down, so exactly the threshold's tokens.
+RAW_DUE_TOKENS = DEBT_THRESHOLD_TOKENS
+
+
+def due(counters: Counters) -> bool:
+    """Whether either tier reached the threshold (the suggestion is non-null); the store counts
+    such vaults in SQL with the same two bounds (``store.memories.backlog``)."""
+    return (
+        counters.raw_tokens >= RAW_DUE_TOKENS or counters.t2_importance >= DEBT_THRESHOLD_IMPORTANCE
+    )
+
+
 def suggestion(counters: Counters) -> str | None:
     """Non-null once either tier boundary reaches 150 unconsolidated importance."""
     parts = []

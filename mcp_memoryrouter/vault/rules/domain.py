@@ -164,6 +164,18 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class Backlog:
+    """Every vault of a store at once, as an operator watches it (docs/metrics.md): nothing
+    of any one vault, only counts and sums."""
+
+    vaults: int
+    consolidation_due: int  # vaults whose debt reached the threshold at either tier
+    raw_tokens: int  # unconsolidated raw tokens, summed over the vaults
+    tier2_importance: int  # unconsolidated tier-2 importance, summed over the vaults
+    pending_embeddings: int  # rows waiting for vectors (each vault's pending_embeddings, summed)
+
+
+@dataclass(frozen=True)
 class Entry:
     text: str
     importance: int

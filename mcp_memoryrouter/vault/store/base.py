@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.vault.rules.domain import (
+    Backlog,
     Batch,
     CommitOutcome,
     Counters,
@@ -371,6 +372,16 @@ class Store(ABC):
 
     def stats(self, vault_id: str) -> Stats:
         return self._read(partial(memories.stats, vault_id=vault_id))
+
+    def backlog(self, raw_due_tokens: int, tier2_due_importance: int) -> Backlog:
+        """Every vault at once (``memories.backlog``): one read, one statement."""
+        return self._read(
+            partial(
+                memories.backlog,
+                raw_due_tokens=raw_due_tokens,
+                tier2_due_importance=tier2_due_importance,
+            )
+        )
 
     def days_by_tier(self, vault_id: str) -> tuple[list[tuple[int, int, int]], int | None]:
         """The vault's memories counted per UTC day and tier (see ``memories.days_by_tier``),

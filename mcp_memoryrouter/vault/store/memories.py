@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from mcp_memoryrouter.vault.rules import counters, timeline
 from mcp_memoryrouter.vault.rules.date_words import date_words
-from mcp_memoryrouter.vault.rules.domain import Counters, NewRaw, Stats, TierTotals
+from mcp_memoryrouter.vault.rules.domain import Backlog, Counters, NewRaw, Stats, TierTotals
 from mcp_memoryrouter.vault.store import reflect
 from mcp_memoryrouter.vault.store.sql import Row, Tx
 
@@ -214,6 +214,24 @@ def stats(tx: Tx, vault_id: str) -> Stats:
         None if newest is None else newest[0],
         Counters(*debt),
     )
+
+
+def backlog(tx: Tx, raw_due_tokens: int, tier2_due_importance: int) -> Backlog:
+    """Every vault at once, in one statement: one pass over ``vaults`` (its counters are kept
+    exact by every write) and a count of the embedding queue. A deleted memory leaves the queue
+    with its row (a trigger on SQLite, ``ON DELETE CASCADE`` on PostgreSQL), and a claimed row
+    is still pending, so the count is the sum of every vault's ``pending_embeddings``. A vault
+    is due when its raw tokens or its tier-2 importance reach the bounds (``rules.debt.due``)."""
+    row = tx.one(
+        "SELECT count(*), "
+        "coalesce(sum(CASE WHEN raw_tokens >= ? OR t2_importance >= ? THEN 1 ELSE 0 END), 0), "
+        "coalesce(sum(raw_tokens), 0), coalesce(sum(t2_importance), 0), "
+        "(SELECT count(*) FROM embed_queue) "
+        "FROM vaults",
+        (raw_due_tokens, tier2_due_importance),
+    )
+    assert row is not None  # an aggregate always answers one row
+    return Backlog(*(int(value) for value in row))
 
 
 def days_by_tier(tx: Tx, vault_id: str) -> list[tuple[int, int, int]]:
