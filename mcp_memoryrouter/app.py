@@ -54,6 +54,7 @@ from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.metrics import Metrics
 from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
 from mcp_memoryrouter.ratelimit import TokenBuckets
@@ -271,7 +272,26 @@ def _serve(
         allow_headers=["*"],
         expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
     )
-    return Server(public_cors(app, cors), client, service, oauth)
+    return Server(
+        observed(settings, public_cors(app, cors), app, vault_app), client, service, oauth
+    )
+
+
+def observed(
+    settings: Settings, outer: ASGIApp, routed: Starlette, vault_app: FastAPI | None
+) -> ASGIApp:
+    """``outer`` with /metrics, every request counted by the template of its route in
+    ``routed`` (docs/metrics.md); as it is with MEMORYROUTER_METRICS=off."""
+    if settings.metrics == "off":
+        return outer
+    service: VaultService | None = None if vault_app is None else vault_app.state.service
+    return Metrics(
+        outer,
+        routes=routed.routes,
+        store="remote" if vault_app is None else vault_app.state.store_kind,
+        backlog=None if service is None else service.backlog,
+        token=settings.metrics_token or None,
+    )
 
 
 def chat_proxy(settings: Settings, client: VaultClient, default_key: str | None) -> ChatProxy:

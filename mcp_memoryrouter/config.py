@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     oauth_bindings_file: Path | None = None  # default: {data_dir}/oauth-bindings.json
     # the memory explorer (docs/explorer.md): web pages at /ui; off removes them
     ui: Literal["on", "off"] = "on"
+    # Prometheus metrics at /metrics (docs/metrics.md); off removes the endpoint. With a token,
+    # a scrape needs Authorization: Bearer <token>; without one, only loopback clients
+    metrics: Literal["on", "off"] = "on"
+    metrics_token: str | None = None
     # the chat proxy (docs/proxy.md): provider routes with memory; off removes the routes
     proxy: Literal["on", "off"] = "on"
     upstream_openai_url: str = "https://api.openai.com/v1"  # any OpenAI-compatible base URL

@@ -30,6 +30,8 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "schemas": (["schemas"], ["foundation"]),
     "config": (["config"], ["foundation"]),
+    # /metrics: request counters around the whole server, the store read through a callable
+    "metrics": (["metrics"], ["foundation"]),
     # the vault side
     "rules": (["vault.rules"], ["foundation"]),
     "search": (["vault.search"], ["foundation", "rules"]),
@@ -60,7 +62,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         ["app"],
         [
             *["foundation", "schemas", "config", "client", "auth", "mcp", "proxy", "ui"],
-            *["service", "vault root"],
+            *["service", "vault root", "metrics"],
         ],
     ),
     "cli": (
