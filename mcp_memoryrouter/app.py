@@ -245,9 +245,9 @@ def _serve(
         proxy = chat_proxy(settings, client, default_key)
         routes += proxy.routes()
         closing.append(proxy.aclose)
+    explorer = None
     if settings.ui == "on":
         explorer = memory_explorer(settings, client, default_key, clock)
-        routes += explorer.routes()
         closing.append(explorer.aclose)
 
     @asynccontextmanager
@@ -272,9 +272,22 @@ def _serve(
         allow_headers=["*"],
         expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
     )
-    return Server(
-        observed(settings, public_cors(app, cors), app, vault_app), client, service, oauth
-    )
+    served = public_cors(app, cors)
+    if explorer is not None:
+        served = beside(explorer, served, transport_security(settings).allowed_hosts or [])
+    return Server(observed(settings, served, app, vault_app), client, service, oauth)
+
+
+def beside(explorer: Explorer, app: ASGIApp, allowed_hosts: list[str]) -> ASGIApp:
+    """The explorer answers everything under /ui (its own 404s and headers included), the
+    app everything else."""
+    pages = explorer.app(allowed_hosts)
+
+    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+        ours = scope["type"] == "http" and explorer.serves(scope["path"])
+        await (pages if ours else app)(scope, receive, send)
+
+    return dispatch
 
 
 def observed(
@@ -312,12 +325,14 @@ def memory_explorer(
     settings: Settings, client: VaultClient, default_key: str | None, clock: Callable[[], float]
 ) -> Explorer:
     """The explorer's cookies are Secure over https, and over plain http too unless the
-    server is on loopback (a development server without TLS)."""
+    server both listens and is known on loopback (a development server without TLS)."""
     base = httpx2.URL(settings.base_url)
     return Explorer(
         client,
         UiSessions.in_dir(settings.data_dir),
-        secure_cookies=base.scheme == "https" or not is_loopback(base.host),
+        secure_cookies=(
+            base.scheme == "https" or not is_loopback(base.host) or not is_loopback(settings.host)
+        ),
         default_key=default_key,
         clock=clock,
         sign_ins=TokenBuckets(

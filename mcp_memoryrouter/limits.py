@@ -76,4 +76,5 @@ PROXY_MAX_BODY_BYTES = 32 * 1_048_576  # a chat request (images included) above 
 # --- the explorer (/ui) -----------------------------------------------------------------
 UI_FORM_MAX_BYTES = 64 * 1024  # a form post (a selection of MAX_DELETE_IDS ids fits)
 UI_SIGN_INS_PER_MINUTE = 10  # sign-in attempts per client address (bursts of as many)
+UI_KEY_MAX_CHARS = 200  # a pasted key longer than this is no key
 UI_PAGE_TOKENS = 4_000  # a timeline page's date-search budget (a screenful or three)

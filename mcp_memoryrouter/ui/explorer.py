@@ -19,16 +19,18 @@ import math
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from functools import wraps
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
 
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import Route, Router
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.asgi import read_body
@@ -38,36 +40,22 @@ from mcp_memoryrouter.errors import (
     MemoryRouterError,
     NotFound,
     RateLimited,
+    TransportFailure,
     Unauthorized,
 )
 from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui import render
 from mcp_memoryrouter.ui.render import PREFIX, Filters, Viewer, url
 from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
+from mcp_memoryrouter.ui.shell import CSP, Shell
+
+__all__ = ["CSP", "Explorer"]
 
 SESSION_COOKIE = "memoryrouter_ui"
 SIGN_IN_COOKIE = "memoryrouter_ui_signin"
 SIGN_IN_SECONDS = 1800
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-)
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-    "Cross-Origin-Opener-Policy": "same-origin",
-}
-# done=<what>:<count> after a change: a fixed set of notices, never text from the URL
-NOTICES = {
-    "deleted": "Deleted {n} memories.",
-    "wiped": "Wiped the vault: {n} memories deleted.",
-    "revoked": "The key is revoked.",
-}
-_DONE = re.compile(r"^(deleted|wiped|revoked):(\d{1,9})$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_IMPORTANCE = re.compile(r"^(10|[1-9])$")
 EPOCH = "1970-01-01"
 SEARCH_STEP = 20
 FORBIDDEN_FORM = "This form expired or came from another page. Load the page again and resubmit."
@@ -75,25 +63,33 @@ READ_ONLY = "This key is read-only: it can look at the vault but not change it."
 ENDED = "Your session ended (signed out, expired, or its key was revoked). Sign in again."
 SIGNED_OUT = "You are signed out."
 
+UNKNOWN_KEY = (
+    "That is not a key of this server's vaults, or it was revoked. Check it and try again."
+)
+
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Refusal(Exception):
+    """A sign-in refused: what the page says, its status and headers."""
+
+    def __init__(self, message: str, status: int, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.headers = headers
 
 
 def _static(name: str) -> bytes:
     return resources.files("mcp_memoryrouter.ui").joinpath("static", name).read_bytes()
 
 
-def secured(response: Response) -> Response:
-    for name, value in SECURITY_HEADERS.items():
-        response.headers[name] = value
-    return response
-
-
 def html(content: str, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return secured(HTMLResponse(content, status_code=status, headers=headers))
+    return HTMLResponse(content, status_code=status, headers=headers)
 
 
 def redirect(target: str) -> Response:
-    return secured(RedirectResponse(target, status_code=303))
+    return RedirectResponse(target, status_code=303)
 
 
 def local_path(value: str | None, default: str = PREFIX) -> str:
@@ -119,6 +115,7 @@ class Explorer:
         """``sign_ins``: the sign-in attempts each client address may make (None: any)."""
         self._vault = client
         self._sign_ins = sign_ins
+        self._dry_run_known: bool | None = None
         self._sessions = sessions
         self._secure = secure_cookies
         self._default_key = default_key
@@ -126,33 +123,38 @@ class Explorer:
         self._css = _static("explorer.css")
         self._js = _static("explorer.js")
 
-    def routes(self) -> list[BaseRoute]:
+    def serves(self, path: str) -> bool:
+        return path == PREFIX or path.startswith(PREFIX + "/")
+
+    def app(self, allowed_hosts: Sequence[str]) -> ASGIApp:
+        """Every page under ``/ui``, behind the shell (the Host check and the headers), for
+        requests whose Host is one of ``allowed_hosts``."""
         page = self._page
         change = self._change
-        return [
+        routes = [
             Route(PREFIX, page(self.overview)),
-            Mount(
-                PREFIX,
-                routes=[
-                    Route("/", self.home),
-                    Route("/sign-in", self.sign_in_form, methods=["GET"]),
-                    Route("/sign-in", self.sign_in, methods=["POST"]),
-                    Route("/sign-out", change(self.sign_out, writes=False), methods=["POST"]),
-                    Route("/search", page(self.search)),
-                    Route("/timeline", page(self.timeline)),
-                    Route("/memories/{memory_id}", page(self.memory)),
-                    Route("/delete", change(self.delete), methods=["POST"]),
-                    Route("/delete/confirm", change(self.delete_confirmed), methods=["POST"]),
-                    Route("/tidy", page(self.tidy)),
-                    Route("/export", page(self.export)),
-                    Route("/keys", change(self.mint), methods=["POST"]),
-                    Route("/keys/revoke", change(self.revoke), methods=["POST"]),
-                    Route("/wipe", change(self.wipe), methods=["POST"]),
-                    Route("/static/explorer.css", self.stylesheet),
-                    Route("/static/explorer.js", self.script),
-                ],
-            ),
+            Route(PREFIX + "/", self.home),
+            Route(PREFIX + "/sign-in", self.sign_in_form, methods=["GET"]),
+            Route(PREFIX + "/sign-in", self.sign_in, methods=["POST"]),
+            Route(PREFIX + "/sign-out", change(self.sign_out, writes=False), methods=["POST"]),
+            Route(PREFIX + "/search", page(self.search)),
+            Route(PREFIX + "/timeline", page(self.timeline)),
+            Route(PREFIX + "/memories/{memory_id}", page(self.memory)),
+            Route(PREFIX + "/delete", change(self.delete), methods=["POST"]),
+            Route(PREFIX + "/delete/confirm", change(self.delete_confirmed), methods=["POST"]),
+            Route(PREFIX + "/tidy", page(self.tidy)),
+            Route(PREFIX + "/export", page(self.export)),
+            Route(PREFIX + "/keys", change(self.mint), methods=["POST"]),
+            Route(PREFIX + "/keys/revoke", change(self.revoke), methods=["POST"]),
+            Route(PREFIX + "/wipe", change(self.wipe), methods=["POST"]),
+            Route(PREFIX + "/static/explorer.css", self.stylesheet),
+            Route(PREFIX + "/static/explorer.js", self.script),
         ]
+        return Shell(Router(routes, default=self.not_found), allowed_hosts)
+
+    async def not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
+        content = render.problem("Not found", "There is no such page.", None, back=PREFIX)
+        await html(content, 404)(scope, receive, send)
 
     async def home(self, request: Request) -> Response:
         return redirect(PREFIX)
@@ -225,6 +227,9 @@ class Explorer:
             return self._ended(request, session=session)
         except MemoryRouterError as error:
             return self._refused(error, session, request)
+        except ValidationError:  # a value the API would refuse (an id too long, a name)
+            message = "That value is not one the vault accepts: check it and try again."
+            return html(render.problem("Not understood", message, _viewer(session)), 400)
 
     def _refused(self, error: MemoryRouterError, session: UiSession, request: Request) -> Response:
         viewer = _viewer(session)
@@ -255,7 +260,12 @@ class Explorer:
         if session is not None:
             self._sessions.end(session.secret)
         if status == 303:
-            response = redirect(url("/sign-in", ended="1"))
+            back = None
+            if request.method == "GET":
+                back = local_path(
+                    request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                )
+            response = redirect(url("/sign-in", next=back, ended="1"))
         else:
             response = html(render.sign_in_notice(ENDED), status)
         self._clear(response, SESSION_COOKIE)
@@ -272,6 +282,28 @@ class Explorer:
 
     def _client_with(self, key: str) -> VaultClient:
         return self._vault.with_key(key)
+
+    # --- what the next page says, once -----------------------------------------------------
+
+    def _tell(
+        self, session: UiSession, notice: str, minted: schemas.KeyCreated | None = None
+    ) -> None:
+        """Say ``notice`` (and show a new key) on the session's next page, once: the redirect
+        after a change carries nothing in its URL, and a reload shows nothing again."""
+        said = {"notice": notice, "minted": None if minted is None else minted.model_dump()}
+        self._sessions.show_once(session.secret, json.dumps(said))
+
+    def _told(self, session: UiSession) -> tuple[str | None, schemas.KeyCreated | None]:
+        """What :meth:`_tell` left for this page; taken once the page's vault calls are done."""
+        said = self._sessions.take_shown_once(session.secret)
+        if said is None:
+            return None, None
+        value = json.loads(said)
+        minted = value.get("minted")
+        return value.get("notice"), None if minted is None else schemas.KeyCreated(**minted)
+
+    def _notice(self, session: UiSession) -> str | None:
+        return self._told(session)[0]
 
     # --- cookies ---------------------------------------------------------------------------
 
@@ -294,7 +326,8 @@ class Explorer:
     async def sign_in_form(self, request: Request) -> Response:
         if self._session(request) is not None:
             return redirect(local_path(request.query_params.get("next")))
-        token = secrets.token_urlsafe(24)
+        # another tab's form stays valid: the token is reused while its cookie lives
+        token = request.cookies.get(SIGN_IN_COOKIE) or secrets.token_urlsafe(24)
         notice = ENDED if request.query_params.get("ended") else None
         if request.query_params.get("out"):
             notice = SIGNED_OUT
@@ -308,18 +341,24 @@ class Explorer:
         self._set(response, SIGN_IN_COOKIE, token, SIGN_IN_SECONDS)
         return response
 
-    async def sign_in(self, request: Request) -> Response:
+    def _too_many_sign_ins(self, request: Request) -> Response | None:
         address = request.client.host if request.client else "unknown"
         wait = self._sign_ins.take(address) if self._sign_ins is not None else None
-        if wait is not None:
-            seconds = max(1, math.ceil(wait))
-            content = render.problem(
-                "Slow down",
-                f"Too many sign-in attempts from this address. Wait {seconds} s and try again.",
-                None,
-                back=url("/sign-in"),
-            )
-            return html(content, 429, {"Retry-After": str(seconds)})
+        if wait is None:
+            return None
+        seconds = max(1, math.ceil(wait))
+        content = render.problem(
+            "Slow down",
+            f"Too many sign-in attempts from this address. Wait {seconds} s and try again.",
+            None,
+            back=url("/sign-in"),
+        )
+        return html(content, 429, {"Retry-After": str(seconds)})
+
+    async def sign_in(self, request: Request) -> Response:
+        refused = self._too_many_sign_ins(request)
+        if refused is not None:
+            return refused
         form = await self._form(request)
         if form is None:
             return html(render.problem("Too large", "That form is too large.", None), 413)
@@ -329,31 +368,19 @@ class Explorer:
         if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
             return html(render.problem("Refused", FORBIDDEN_FORM, None, back=url("/sign-in")), 403)
         key = self._default_key or (form.get("key") or [""])[0].strip()
-
-        def again(message: str, status: int) -> Response:
-            content = render.sign_in(
-                token, needs_key=self._default_key is None, next_path=next_path, error=message
-            )
-            return html(content, status)
-
-        if not key:
-            return again("Paste a memory key.", 400)
         try:
-            info = await self._client_with(key).key_info()
-        except Unauthorized:
-            return again(
-                "That is not a key of this server's vaults, or it was revoked. Check it and "
-                "try again.",
-                401,
+            info = await self._readable(key)
+        except Refusal as refusal:
+            content = render.sign_in(
+                token,
+                needs_key=self._default_key is None,
+                next_path=next_path,
+                error=refusal.message,
             )
-        except MemoryRouterError as error:
-            return again(error.message, error.status)
-        if info.mode in ("write", "off"):
-            return again(
-                f"This key's mode ({info.mode}) cannot read memories. Sign in with the key "
-                "without its mode suffix.",
-                403,
-            )
+            return html(content, refusal.status, refusal.headers)
+        earlier = request.cookies.get(SESSION_COOKIE)
+        if earlier:
+            self._sessions.end(earlier)  # a new sign-in replaces this browser's session
         session = self._sessions.start(
             info.vault, key, info.read_only or info.mode == "read", self._clock()
         )
@@ -361,6 +388,33 @@ class Explorer:
         self._set(response, SESSION_COOKIE, session.secret, LIFETIME_SECONDS)
         self._clear(response, SIGN_IN_COOKIE)
         return response
+
+    async def _readable(self, key: str) -> schemas.KeyInfo:
+        """What ``key`` may do, when it opens a vault it may read; else :class:`Refusal`
+        saying why, with no detail of the vault's own failures."""
+        if not key:
+            raise Refusal("Paste a memory key.", 400)
+        if not (key.isascii() and key.isprintable()) or len(key) > limits.UI_KEY_MAX_CHARS:
+            raise Refusal(UNKNOWN_KEY, 401)
+        try:
+            info = await self._client_with(key).key_info()
+        except Unauthorized:
+            raise Refusal(UNKNOWN_KEY, 401) from None
+        except RateLimited as limited:
+            retry = str(limited.details.get("retry_after") or 1)
+            message = f"Too many requests for this key. Wait {retry} s."
+            raise Refusal(message, 429, {"Retry-After": retry}) from None
+        except MemoryRouterError as error:
+            if error.status >= 500:
+                raise Refusal("The vault could not answer. Try again in a moment.", 503) from None
+            raise Refusal(error.message, error.status) from None
+        if info.mode in ("write", "off"):
+            raise Refusal(
+                f"This key's mode ({info.mode}) cannot read memories. Sign in with the key "
+                "without its mode suffix.",
+                403,
+            )
+        return info
 
     async def sign_out(
         self, request: Request, session: UiSession, form: dict[str, list[str]]
@@ -379,7 +433,9 @@ class Explorer:
             timeline = await client.timeline(_bucket_for(stats))
         except NotFound:  # a vault API elsewhere (MEMORYROUTER_API_URL) without the route
             timeline = None
-        return html(render.overview(stats, timeline, _viewer(session), notice=_notice(request)))
+        return html(
+            render.overview(stats, timeline, _viewer(session), notice=self._notice(session))
+        )
 
     async def search(self, request: Request, session: UiSession) -> Response:
         viewer = _viewer(session)
@@ -408,7 +464,7 @@ class Explorer:
             note = "Best matches first: meaning and words, newer breaking near ties."
             return html(
                 render.search_page(
-                    f, found.memories, viewer, note=note, more=more, notice=_notice(request)
+                    f, found.memories, viewer, note=note, more=more, notice=self._notice(session)
                 )
             )
         window = await client.date_search(_date_request(f, None))
@@ -418,7 +474,7 @@ class Explorer:
             else "Newest first. The timeline pages through a longer window."
         )
         return html(
-            render.search_page(f, window.memories, viewer, note=note, notice=_notice(request))
+            render.search_page(f, window.memories, viewer, note=note, notice=self._notice(session))
         )
 
     async def timeline(self, request: Request, session: UiSession) -> Response:
@@ -433,7 +489,9 @@ class Explorer:
             turn = result.returned.from_ if f.order == "newest_first" else result.returned.to
             next_page = url("/timeline", **render.query_of(f), cursor=turn)
         return html(
-            render.timeline_page(f, result, viewer, next_page=next_page, notice=_notice(request))
+            render.timeline_page(
+                f, result, viewer, next_page=next_page, notice=self._notice(session)
+            )
         )
 
     async def memory(self, request: Request, session: UiSession) -> Response:
@@ -443,32 +501,28 @@ class Explorer:
             schemas.InspectRequest(memory_id=memory_id, offset=offset, order="similarity")
         )
         more = (
-            url(f"/memories/{memory_id}", offset=found.next_offset)
+            render.memory_url(memory_id, offset=found.next_offset)
             if found.next_offset is not None
             else None
         )
         return html(render.memory_page(found, _viewer(session), next_offset=more))
 
     async def tidy(self, request: Request, session: UiSession) -> Response:
-        minted = None
-        shown = self._sessions.take_shown_once(session.secret)
-        if shown is not None:
-            minted = schemas.KeyCreated.model_validate_json(shown)
-        return await self._tidy(request, session, minted=minted, notice=_notice(request))
+        return await self._tidy(request, session, shown_once=True)
 
     async def _tidy(
         self,
         request: Request,
         session: UiSession,
         *,
-        minted: schemas.KeyCreated | None = None,
-        notice: str | None = None,
+        shown_once: bool = False,
         error: str | None = None,
         status: int = 200,
     ) -> Response:
         client = self._client(session)
         stats = await client.stats()
         keys = None if session.read_only else await client.list_keys()
+        notice, minted = self._told(session) if shown_once else (None, None)
         content = render.tidy_page(
             _viewer(session), stats, keys, minted=minted, notice=notice, error=error
         )
@@ -492,7 +546,7 @@ class Explorer:
             media_type="application/x-ndjson",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
-        return secured(response)
+        return response
 
     # --- changes ---------------------------------------------------------------------------
 
@@ -501,24 +555,40 @@ class Explorer:
     ) -> Response:
         ids, back = _ids(form), local_path((form.get("back") or [""])[0])
         viewer = _viewer(session)
-        if not ids:
-            return html(
-                render.problem(
-                    "Nothing selected", "Tick the memories to delete first.", viewer, back=back
-                ),
-                400,
-            )
+        refused = _selection_problem(ids, viewer, back)
+        if refused is not None:
+            return refused
         client = self._client(session)
+        if not await self._dry_runs(client):
+            return html(render.confirm_delete(ids, None, None, viewer, back))
         alone = await client.delete_ids(schemas.DeleteIdsRequest(ids=ids, dry_run=True))
         derived = await client.delete_ids(
             schemas.DeleteIdsRequest(ids=ids, derived=True, dry_run=True)
         )
+        if alone.dry_run is not True or derived.dry_run is not True:
+            raise TransportFailure("the vault did not answer the dry run as one")
         return html(render.confirm_delete(ids, alone, derived, viewer, back))
+
+    async def _dry_runs(self, client: VaultClient) -> bool:
+        """Whether the vault answers ``dry_run`` on delete-ids. Any vault of this version
+        does; a vault API elsewhere (``MEMORYROUTER_API_URL``) that predates it would ignore
+        the field and delete, so it is asked first, once: a vault with the timeline route
+        (newer than dry runs) has them."""
+        if self._dry_run_known is None:
+            try:
+                await client.timeline("month")
+                self._dry_run_known = True
+            except NotFound:
+                self._dry_run_known = False
+        return self._dry_run_known
 
     async def delete_confirmed(
         self, request: Request, session: UiSession, form: dict[str, list[str]]
     ) -> Response:
         ids, back = _ids(form), local_path((form.get("back") or [""])[0])
+        refused = _selection_problem(ids, _viewer(session), back)
+        if refused is not None:
+            return refused
         if not ids:
             return html(
                 render.problem(
@@ -536,7 +606,8 @@ class Explorer:
         deleted = sum(len(v) for v in (done.by_tier or {}).values()) if derived else done.deleted
         if back.startswith(PREFIX + "/memories/"):
             back = PREFIX  # the page of what was just deleted is gone
-        return redirect(_with_done(back, f"deleted:{deleted}"))
+        self._tell(session, f"Deleted {_memories(deleted)}.")
+        return redirect(back)
 
     async def mint(
         self, request: Request, session: UiSession, form: dict[str, list[str]]
@@ -547,7 +618,7 @@ class Explorer:
         minted = await self._client(session).mint_key(
             schemas.KeyCreateRequest(name=name, read_only=True)
         )
-        self._sessions.show_once(session.secret, minted.model_dump_json())
+        self._tell(session, f"Made the read-only key {minted.name}.", minted)
         return redirect(url("/tidy"))
 
     async def revoke(
@@ -562,7 +633,8 @@ class Explorer:
             if error.status not in (404, 409):
                 raise
             return await self._tidy(request, session, error=error.message, status=error.status)
-        return redirect(_with_done(url("/tidy"), "revoked:1"))
+        self._tell(session, "The key is revoked.")
+        return redirect(url("/tidy"))
 
     async def wipe(
         self, request: Request, session: UiSession, form: dict[str, list[str]]
@@ -577,7 +649,8 @@ class Explorer:
                 status=400,
             )
         done = await self._client(session).wipe()
-        return redirect(_with_done(PREFIX, f"wiped:{done.deleted}"))
+        self._tell(session, f"Wiped the vault: {_memories(done.deleted)} deleted.")
+        return redirect(PREFIX)
 
     # --- static ----------------------------------------------------------------------------
 
@@ -598,7 +671,7 @@ _TITLES = {
 
 
 def _asset(content: bytes, media_type: str) -> Response:
-    response = secured(Response(content, media_type=media_type))
+    response = Response(content, media_type=media_type)
     response.headers["Cache-Control"] = "no-cache"
     return response
 
@@ -611,16 +684,18 @@ def _line(value: dict[str, Any]) -> bytes:
     return (json.dumps(value, ensure_ascii=False) + "\n").encode()
 
 
-def _notice(request: Request) -> str | None:
-    match = _DONE.match(request.query_params.get("done", ""))
-    if match is None:
+def _selection_problem(ids: list[str], viewer: Viewer, back: str) -> Response | None:
+    if not ids:
+        message = "Tick the memories to delete first."
+    elif len(ids) > limits.MAX_DELETE_IDS:
+        message = f"Select at most {limits.MAX_DELETE_IDS} memories at a time."
+    else:
         return None
-    return NOTICES[match.group(1)].format(n=int(match.group(2)))
+    return html(render.problem("Nothing deleted", message, viewer, back=back), 400)
 
 
-def _with_done(path: str, done: str) -> str:
-    base = re.sub(r"([?&])done=[^&]*&?", r"\1", path).rstrip("?&")
-    return base + ("&" if "?" in base else "?") + "done=" + done
+def _memories(n: int) -> str:
+    return f"{n} memor{'y' if n == 1 else 'ies'}"
 
 
 def _ids(form: dict[str, list[str]]) -> list[str]:
@@ -628,7 +703,7 @@ def _ids(form: dict[str, list[str]]) -> list[str]:
     for value in form.get("ids", []):
         if value.strip():
             seen[value.strip()] = None
-    return list(seen)[: limits.MAX_DELETE_IDS]
+    return list(seen)
 
 
 def _int(value: str | None, default: int, low: int, high: int) -> int:
@@ -643,7 +718,7 @@ def _filters(request: Request) -> tuple[Filters, str | None]:
     q = request.query_params
     tiers = tuple(sorted({int(t) for t in q.getlist("tier") if t in ("1", "2", "3")}))
     importance_text = q.get("importance", "")
-    importance = int(importance_text) if importance_text.isdigit() else None
+    importance = int(importance_text) if _IMPORTANCE.match(importance_text) else None
     f = Filters(
         query=q.get("q", "").strip()[: limits.MAX_QUERY_CHARS],
         tiers=tiers,

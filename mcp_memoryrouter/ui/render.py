@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from html import escape
 from typing import Literal
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from mcp_memoryrouter import schemas
 
@@ -25,6 +25,7 @@ TIER_HELP = {
 }
 SNIPPET_CHARS = 280
 CHART_HEIGHT = 120
+CHART_MAX_BARS = 400  # past this, empty buckets are left out of the chart
 
 
 def esc(value: object) -> str:
@@ -184,6 +185,10 @@ def snippet(text: str) -> str:
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rstrip() + "…"
 
 
+def memory_url(memory_id: str, **query: object) -> str:
+    return url("/memories/" + quote(memory_id, safe=""), **query)
+
+
 def memory_item(
     row: schemas.MemoryRow | schemas.LineageRow, viewer: Viewer, *, selectable: bool = True
 ) -> str:
@@ -203,7 +208,7 @@ def memory_item(
         )
     return (
         f'<li class="memory t{row.tier}">{pick}<div>'
-        f'<a class="text" href="{esc(url("/memories/" + row.id))}">{esc(snippet(row.content))}</a>'
+        f'<a class="text" href="{esc(memory_url(row.id))}">{esc(snippet(row.content))}</a>'
         f'<p class="meta">{" ".join(m for m in meta if m)}</p></div></li>'
     )
 
@@ -356,24 +361,34 @@ def chart(timeline: schemas.TimelineResponse) -> str:
 
 
 def fill_gaps(buckets: Sequence[schemas.TimelineBucket], size: str) -> list[schemas.TimelineBucket]:
-    """The buckets with the empty ones between them, so bars stand at their place in time."""
+    """The buckets with the empty ones between them, so bars stand at their place in time;
+    as they are when that would make more than :data:`CHART_MAX_BARS` bars."""
     present = {b.start: b for b in buckets}
     out: list[schemas.TimelineBucket] = []
     cursor = date.fromisoformat(buckets[0].start)
     last = date.fromisoformat(buckets[-1].start)
     while cursor <= last:
+        if len(out) >= CHART_MAX_BARS:
+            return list(buckets)
         key = cursor.isoformat()
         out.append(present.get(key) or schemas.TimelineBucket(start=key, tiers={}))
-        cursor = _next_start(cursor, size)
+        following = _next_start(cursor, size)
+        if following is None:
+            break
+        cursor = following
     return out
 
 
-def _next_start(start: date, size: str) -> date:
-    if size == "day":
-        return start + timedelta(days=1)
-    if size == "week":
-        return start + timedelta(days=7)
-    return date(start.year + start.month // 12, start.month % 12 + 1, 1)
+def _next_start(start: date, size: str) -> date | None:
+    """The next bucket's first day; None past the calendar's end (9999-12-31)."""
+    try:
+        if size == "day":
+            return start + timedelta(days=1)
+        if size == "week":
+            return start + timedelta(days=7)
+        return date(start.year + start.month // 12, start.month % 12 + 1, 1)
+    except (OverflowError, ValueError):
+        return None
 
 
 # --- search and timeline -------------------------------------------------------------------
@@ -581,42 +596,54 @@ def memory_page(found: schemas.InspectResponse, viewer: Viewer, *, next_offset: 
 
 def confirm_delete(
     ids: Sequence[str],
-    alone: schemas.DeleteIdsResponse,
-    derived: schemas.DeleteIdsResponse,
+    alone: schemas.DeleteIdsResponse | None,
+    derived: schemas.DeleteIdsResponse | None,
     viewer: Viewer,
     back: str,
 ) -> str:
     """What deleting the selection does, from two dry runs: the selection alone, and the
-    selection with every reflection built from it."""
-    found = len(ids) - alone.not_found
-    by_tier = derived.by_tier or {}
-    above = sum(len(v) for t, v in by_tier.items() if t != "1" and v) - sum(
-        len(v) for t, v in (alone.by_tier or {}).items() if t != "1" and v
+    selection with every reflection built from it (None: the vault cannot dry-run)."""
+    gone = 0 if alone is None else alone.not_found
+    found = len(ids) - gone
+    by_tier = {} if derived is None else derived.by_tier or {}
+    above = sum(len(v) for t, v in by_tier.items() if t != "1") - sum(
+        len(v) for t, v in ({} if alone is None else alone.by_tier or {}).items() if t != "1"
     )
-    pool = derived.returned_to_pool or {}
+    pool = {} if derived is None else derived.returned_to_pool or {}
+    freed = sum(pool.values())
     hidden = "".join(f'<input type="hidden" name="ids" value="{esc(i)}">' for i in ids)
     common = f'{csrf_field(viewer)}{hidden}<input type="hidden" name="back" value="{esc(back)}">'
+    missing = f" ({gone} of them no longer exist{'s' if gone == 1 else ''})" if gone else ""
     effects = (
-        f"<p>You selected {len(ids)} memor{'ies' if len(ids) != 1 else 'y'}"
-        + (f" ({alone.not_found} no longer exist)" if alone.not_found else "")
-        + ".</p>"
-        "<ul>"
+        f"<p>You selected {_count(len(ids), 'memory', 'memories')}{missing}.</p><ul>"
         "<li><strong>Delete only these:</strong> they are gone for good. A reflection built "
         "from a deleted memory keeps its text and counts the source as deleted; when all of "
-        "its sources are gone it is marked orphaned.</li>"
+        "its sources are gone it is marked orphaned. A reflection you delete this way leaves "
+        "its own sources as they are: consolidated, so no later consolidation rebuilds it."
+        "</li>"
     )
-    if above:
-        returned = ", ".join(f"{n} at tier {t}" for t, n in sorted(pool.items()) if n)
+    offer = derived is None or above > 0 or freed > 0
+    if derived is None:
         effects += (
-            f"<li><strong>Also delete what was built from them:</strong> {above} "
-            f"reflection{'s' if above != 1 else ''} above"
-            + (
-                "; their other sources (" + esc(returned) + ") return to the unconsolidated "
-                "pool, so the next consolidation rebuilds them without what you deleted."
-                if returned
-                else "."
+            "<li><strong>Also delete what was built from them:</strong> every reflection "
+            "above goes too, and their other sources return to the unconsolidated pool. This "
+            "vault cannot say in advance how many.</li>"
+        )
+    elif offer:
+        returned = ", ".join(f"{n} at tier {t}" for t, n in sorted(pool.items()) if n)
+        parts = []
+        if above:
+            parts.append(f"{_count(above, 'reflection', 'reflections')} built from them go too")
+        if returned:
+            parts.append(
+                f"{_count(freed, 'source', 'sources')} ({esc(returned)}) return to the "
+                "unconsolidated pool, so the next consolidation rebuilds without what you "
+                "deleted"
             )
-            + "</li>"
+        effects += (
+            "<li><strong>Also delete what was built from them:</strong> "
+            + "; ".join(parts)
+            + ".</li>"
         )
     effects += "</ul>"
     listing = "".join(
@@ -624,14 +651,20 @@ def confirm_delete(
         for t, group in sorted(by_tier.items())
         for i in group
     )
+    if derived is None or above == 0:
+        derived_label = "Delete these and free their sources"
+    else:
+        derived_label = (
+            f"Delete these and the {_count(above, 'reflection', 'reflections')} built from them"
+        )
     buttons = (
         f'<form method="post" action="{PREFIX}/delete/confirm" class="actions">{common}'
         f'<button type="submit" class="danger" name="derived" value="no">Delete only these '
         f"({found})</button>"
         + (
-            f'<button type="submit" class="danger" name="derived" value="yes">Delete these and '
-            f"the {above} reflection{'s' if above != 1 else ''} built from them</button>"
-            if above
+            f'<button type="submit" class="danger" name="derived" value="yes">'
+            f"{esc(derived_label)}</button>"
+            if offer
             else ""
         )
         + f'<a class="button" href="{esc(back)}">Cancel</a></form>'
@@ -639,14 +672,18 @@ def confirm_delete(
     body = (
         f'<div class="card">{effects}</div>'
         + (
-            f'<details><summary>Every memory that would go</summary><ul class="plain">{listing}'
-            "</ul></details>"
-            if listing
+            "<details><summary>What goes with the reflections built from them</summary>"
+            f'<ul class="plain">{listing}</ul></details>'
+            if listing and above
             else ""
         )
         + buttons
     )
     return page("Delete memories?", body, viewer)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def tidy_page(

@@ -143,7 +143,7 @@ def test_revoking_the_key_ends_its_sessions(server: OAuthServer) -> None:
         api(server, "DELETE", f"/v1/keys/{second['id']}", server.key)
         answer = browser.get("/ui")
         assert answer.status_code == 303
-        assert answer.headers["location"] == "/ui/sign-in?ended=1"
+        assert answer.headers["location"] == "/ui/sign-in?next=%2Fui&ended=1"
         assert "Sign in again" in browser.get("/ui/sign-in?ended=1").text
 
 
@@ -217,3 +217,92 @@ def test_sign_in_attempts_are_limited_per_address(server: OAuthServer) -> None:
     assert statuses[-1].status_code == 429
     assert int(statuses[-1].headers["retry-after"]) >= 1
     assert "Too many sign-in attempts" in statuses[-1].text
+
+
+def test_another_host_name_gets_nothing_dns_rebinding(server: OAuthServer) -> None:
+    """A page on another name that resolves to this server cannot use the explorer, even a
+    local one without keys."""
+    forged = {"Host": "attacker.example:8787"}
+    with httpx2.Client(base_url=server.base, timeout=30) as browser:
+        for path in ("/ui", "/ui/sign-in", "/ui/export", "/ui/static/explorer.css"):
+            answer = browser.get(path, headers=forged)
+            assert answer.status_code == 421, path
+            assert "MEMORYROUTER_ALLOWED_HOSTS" in answer.text
+            assert answer.headers["content-security-policy"] == CSP
+
+
+def test_a_post_from_another_origin_is_refused(server: OAuthServer, browser: httpx2.Client) -> None:
+    api(server, "POST", "/v1/memory/ingest", server.key, messages=[{"content": "keep me"}])
+    answer = browser.post(
+        "/ui/wipe",
+        data={"confirm": server.vault_of(server.key), "csrf": csrf_of(browser)},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert answer.status_code == 403
+    assert stats(server, server.key)["total_memories"] == 1
+
+
+def test_every_answer_under_ui_carries_the_headers(browser: httpx2.Client) -> None:
+    for method, path, status in (
+        ("GET", "/ui/nonexistent", 404),
+        ("GET", "/ui/memories/a%2Fb", 404),
+        ("POST", "/ui/search", 405),
+        ("GET", "/ui/", 303),
+    ):
+        answer = browser.request(method, path)
+        assert answer.status_code == status, (path, answer.status_code)
+        assert answer.headers["content-security-policy"] == CSP, path
+        assert answer.headers["x-frame-options"] == "DENY", path
+
+
+def test_odd_input_gets_a_page_that_says_so_never_a_500(
+    server: OAuthServer, browser: httpx2.Client
+) -> None:
+    for path in (
+        "/ui/search?importance=%C2%B2",
+        "/ui/search?importance=" + "9" * 5000,
+        "/ui/search?importance=0",
+        "/ui/search?from=May",
+        "/ui/timeline?cursor=garbage",
+        "/ui/memories/" + "x" * 201,
+        "/ui/memories/00000000-0000-4000-8000-000000000000?offset=-5",
+    ):
+        answer = browser.get(path)
+        assert 400 <= answer.status_code < 500, (path[:60], answer.status_code)
+        assert 'role="alert"' in answer.text, path[:60]
+    token = csrf_of(browser)
+    for form in (
+        {"ids": "y" * 300},
+        {"ids": [f"id-{i}" for i in range(501)]},
+        {"ids": ""},
+    ):
+        answer = browser.post("/ui/delete", data={"csrf": token, **form})
+        assert answer.status_code == 400, form.keys()
+    answer = browser.post("/ui/keys", data={"csrf": token, "name": "n" * 300})
+    assert answer.status_code == 400
+
+
+def test_a_notice_comes_from_the_server_never_from_the_url(browser: httpx2.Client) -> None:
+    page = browser.get("/ui?done=wiped:123456&notice=Wiped")
+    assert "123456" not in page.text and 'role="status"' not in page.text
+
+
+def test_a_second_tab_keeps_its_sign_in_form(server: OAuthServer) -> None:
+    with httpx2.Client(base_url=server.base, timeout=30) as browser:
+        first = CSRF.search(browser.get("/ui/sign-in").text)
+        second = CSRF.search(browser.get("/ui/sign-in").text)
+        assert first and second and first.group(1) == second.group(1)
+        answer = browser.post("/ui/sign-in", data={"csrf": first.group(1), "key": server.key})
+        assert answer.status_code == 303
+
+
+def test_a_key_that_cannot_be_one_is_refused_without_asking_the_vault(
+    server: OAuthServer,
+) -> None:
+    with httpx2.Client(base_url=server.base, timeout=30) as browser:
+        token = CSRF.search(browser.get("/ui/sign-in").text)
+        assert token
+        for key in ("mk_é", "mk_a\nb", "mk_" + "a" * 300):
+            answer = browser.post("/ui/sign-in", data={"csrf": token.group(1), "key": key})
+            assert answer.status_code == 401, key[:10]
+            assert "not a key of this server" in answer.text
