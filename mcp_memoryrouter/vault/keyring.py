@@ -46,7 +46,7 @@ class Keyring:
             raise Unauthorized("invalid or unknown memory key")
         now = self._clock()
         if touch_due(record.last_used_ms, now):
-            self._store.touch_key(key_hash, now, now - TOUCH_EVERY_MS + 1)
+            self._store.touch_key(record.vault_id, key_hash, now, now - TOUCH_EVERY_MS + 1)
         return Access(record.vault_id, record.vault_ref, record.read_only, mode, record.id)
 
     def create_vault(self, *, name: str = "default", read_only: bool = False) -> tuple[str, str]:

@@ -169,13 +169,14 @@ class Store(ABC):
         )
         return revoked == 1
 
-    def touch_key(self, key_hash: str, now_ms: int, unless_since_ms: int) -> None:
-        """Record a use of the key, unless one at or after ``unless_since_ms`` is recorded."""
+    def touch_key(self, vault_id: str, key_hash: str, now_ms: int, unless_since_ms: int) -> None:
+        """Record a use of the vault's key, unless one at or after ``unless_since_ms`` is
+        recorded."""
         self._write(
             lambda tx: tx.run(
-                "UPDATE keys SET last_used_ms = ? WHERE hash = ? "
+                "UPDATE keys SET last_used_ms = ? WHERE hash = ? AND vault_id = ? "
                 "AND (last_used_ms IS NULL OR last_used_ms < ?)",
-                (now_ms, key_hash, unless_since_ms),
+                (now_ms, key_hash, vault_id, unless_since_ms),
             )
         )
 

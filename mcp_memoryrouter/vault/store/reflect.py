@@ -169,12 +169,13 @@ def commit(
     )
     tx.run(
         "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
-        "WHERE id = ?",
+        "WHERE id = ? AND vault_id = ?",
         (
             now_ms,
             json.dumps([{"id": c.id, "importance": c.importance} for c in created]),
             len(sources),
             batch_id,
+            vault_id,
         ),
     )
     return CommitOutcome(batch_id, target, tuple(created), len(sources), already_committed=False)
