@@ -25,6 +25,8 @@ class _Bucket:
 class TokenBuckets:
     """``take(caller)`` spends one token, answering None, or the seconds to wait."""
 
+    blocking = False  # in memory: take on the event loop
+
     def __init__(
         self, per_minute: int, burst: int, clock: MonotonicMs, *, max_buckets: int = MAX_BUCKETS
     ) -> None:

@@ -16,7 +16,12 @@ from mcp_memoryrouter.vault.http.api import router
 from mcp_memoryrouter.vault.http.boundary import BodyLimit, install_error_handlers
 from mcp_memoryrouter.vault.http.inprocess import InProcess
 from mcp_memoryrouter.vault.http.openapi import with_server_rules
-from mcp_memoryrouter.vault.http.ratelimit import MonotonicMs, RateLimit, TokenBuckets
+from mcp_memoryrouter.vault.http.ratelimit import (
+    MonotonicMs,
+    RateLimit,
+    SharedBuckets,
+    TokenBuckets,
+)
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.search.embeddings import (
     Embedder,
@@ -141,6 +146,10 @@ def create_vault_app(
         per_minute = settings.rate_limit_per_minute
         burst = settings.rate_limit_burst or per_minute
         # added last, so outermost: a throttled request is refused before its body is read
-        app.state.rate_buckets = TokenBuckets(per_minute, burst, rate_clock)
+        app.state.rate_buckets = (
+            SharedBuckets(service.take_token, per_minute, burst)
+            if service.shares_rate_limits
+            else TokenBuckets(per_minute, burst, rate_clock)
+        )
         app.add_middleware(RateLimit, buckets=app.state.rate_buckets)
     return app

@@ -407,6 +407,15 @@ class VaultService:
     def vault_count(self) -> int:
         return self._store.vault_count()
 
+    @property
+    def shares_rate_limits(self) -> bool:
+        return self._store.shares_rate_limits
+
+    def take_token(self, caller: str, per_minute: int, burst: int) -> float | None:
+        """Spend one of ``caller``'s tokens of the budget every server over this store
+        shares (see :attr:`shares_rate_limits`): None, or the seconds to wait."""
+        return self._store.take_token(caller, per_minute, burst)
+
     def backlog(self) -> Backlog:
         """Every vault of this store at once, for the operator's metrics (no key: counts and
         sums only, nothing of any one vault)."""

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.errors import MemoryRouterError, too_large
 from mcp_memoryrouter.vault.http.boundary import unexpected
-from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, caller, throttled
+from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, Budgets, caller, throttled
 
 M = TypeVar("M", bound=BaseModel)
 LOOPBACK = "127.0.0.1"  # the address an in-process HTTP call presents without a key
@@ -65,14 +65,31 @@ class InProcess:
         string and a path parameter are FastAPI's to parse, so those calls go over HTTP)."""
         return "?" not in path and (method, path) in self._routes
 
+    def _spender(self, path: str, key: str | None) -> Callable[[], None] | None:
+        """Take the call's rate-limit token: at once from budgets in memory (raising the 429
+        when the bucket is empty; None returned), or, from budgets in the store, a step for
+        the worker thread the call runs in anyway."""
+        buckets: Budgets | None = self._app.state.rate_buckets
+        if buckets is None or path in UNLIMITED_PATHS:
+            return None
+        who = caller(key, LOOPBACK)
+
+        def spend() -> None:
+            refused = throttled(buckets, who, buckets.take(who))
+            if refused is not None:
+                raise refused
+
+        if buckets.blocking:
+            return spend
+        spend()
+        return None
+
     async def call(
         self, method: str, path: str, key: str | None, body: BaseModel | None, model: type[M]
     ) -> M:
         route = self._routes[(method, path)]
         state = self._app.state
-        limited = state.rate_buckets is not None and path not in UNLIMITED_PATHS
-        if limited and (refused := throttled(state.rate_buckets, caller(key, LOOPBACK))):
-            raise refused
+        spend = self._spender(path, key)  # an empty in-memory bucket raises here
         if body is not None and len(_encoded(body)) > state.max_body_bytes:
             raise too_large(state.max_body_bytes)
         service = state.service
@@ -80,15 +97,20 @@ class InProcess:
         given = {name: value for name, value in offered.items() if name in route.takes}
         wants_access = "access" in route.takes
 
-        def run() -> Any:
+        def admit() -> None:
+            if spend is not None:
+                spend()
             if wants_access:
                 given["access"] = service.authenticate(key)
+
+        def run() -> Any:
+            admit()
             return route.endpoint(**given)
 
         try:
             if route.is_async:
-                if wants_access:
-                    given["access"] = await anyio.to_thread.run_sync(service.authenticate, key)
+                if wants_access or spend is not None:
+                    await anyio.to_thread.run_sync(admit)
                 result = await route.endpoint(**given)
             else:
                 result = await anyio.to_thread.run_sync(run)

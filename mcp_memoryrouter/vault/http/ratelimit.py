@@ -11,7 +11,10 @@ none. Keys are never held in memory in the clear.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Protocol
 
+import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import send_json
@@ -42,9 +45,46 @@ def caller(key: str | None, address: str | None) -> str:
     return "addr:" + (address or "unknown")
 
 
-def throttled(buckets: TokenBuckets, who: str) -> RateLimited | None:
-    """The 429 when ``who``'s bucket is empty (one token taken otherwise)."""
-    wait = buckets.take(who)
+class Budgets(Protocol):
+    """Token buckets per caller: in this process (:class:`TokenBuckets`), or in the store
+    every replica shares (:class:`SharedBuckets`, ``blocking``: a take is I/O)."""
+
+    per_minute: int
+    burst: int
+    blocking: bool
+
+    def take(self, caller: str) -> float | None: ...
+
+
+class SharedBuckets:
+    """The budgets in the store (PostgreSQL), so a key gets its budget once whichever
+    replica it reaches; each take is one statement there, refilled by the database's clock."""
+
+    blocking = True
+
+    def __init__(
+        self, take: Callable[[str, int, int], float | None], per_minute: int, burst: int
+    ) -> None:
+        if per_minute < 1 or burst < 1:
+            raise ValueError("per_minute and burst must be at least 1")
+        self._take = take
+        self.per_minute = per_minute
+        self.burst = burst
+
+    def take(self, caller: str) -> float | None:
+        return self._take(caller, self.per_minute, self.burst)
+
+
+async def take_from(buckets: Budgets, who: str) -> float | None:
+    """One token of ``who``'s, off the event loop when the budgets live in the store."""
+    if buckets.blocking:
+        return await anyio.to_thread.run_sync(buckets.take, who)
+    return buckets.take(who)
+
+
+def throttled(buckets: Budgets, who: str, wait: float | None) -> RateLimited | None:
+    """The 429 when ``who``'s take (``wait``, from :func:`take_from`) found the bucket
+    empty."""
     if wait is None:
         return None
     retry_after = max(1, math.ceil(wait))
@@ -58,7 +98,7 @@ def throttled(buckets: TokenBuckets, who: str) -> RateLimited | None:
 class RateLimit:
     """ASGI middleware answering 429 in the error envelope when a caller's bucket is empty."""
 
-    def __init__(self, app: ASGIApp, buckets: TokenBuckets) -> None:
+    def __init__(self, app: ASGIApp, buckets: Budgets) -> None:
         self.app = app
         self.buckets = buckets
 
@@ -71,7 +111,7 @@ class RateLimit:
         except InvalidRequest as refused:
             await send_json(send, 400, refused.envelope())
             return
-        error = throttled(self.buckets, who)
+        error = throttled(self.buckets, who, await take_from(self.buckets, who))
         if error is None:
             await self.app(scope, receive, send)
             return
@@ -79,4 +119,14 @@ class RateLimit:
         await send_json(send, 429, error.envelope(), headers)
 
 
-__all__ = ["MonotonicMs", "RateLimit", "TokenBuckets", "caller", "caller_of", "throttled"]
+__all__ = [
+    "Budgets",
+    "MonotonicMs",
+    "RateLimit",
+    "SharedBuckets",
+    "TokenBuckets",
+    "caller",
+    "caller_of",
+    "take_from",
+    "throttled",
+]

@@ -61,6 +61,14 @@ def _key(row: Row) -> KeyRecord:
 class Store(ABC):
     """The vault's rows over one SQL database; each method is atomic."""
 
+    # Whether rate-limit budgets live in this store, shared by every server over it
+    # (``take_token``); otherwise each server keeps them in memory.
+    shares_rate_limits = False
+
+    def take_token(self, caller: str, per_minute: int, burst: int) -> float | None:
+        """Spend one of ``caller``'s shared rate-limit tokens: None, or the seconds to wait."""
+        raise NotImplementedError("this store keeps no rate-limit budgets")
+
     @abstractmethod
     def _write(self, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in one write transaction: committed when it returns, rolled back

@@ -31,6 +31,23 @@ from mcp_memoryrouter.vault.store.sql import Tx
 
 T = TypeVar("T")
 _RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
+# One take in this many also forgets buckets full again (a full bucket and none are the same)
+_SWEEP_EVERY = 1000
+# Refill, then spend a token if there is one, in one statement by the database's clock: the
+# same answer whichever replica asks. Parameters: caller, burst, per_ms (4 uses), burst (3).
+_TAKE = """
+INSERT INTO rate_buckets AS b (caller, tokens, at_ms, last_ok)
+VALUES (%s, %s - 1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, true)
+ON CONFLICT (caller) DO UPDATE SET
+    tokens = CASE
+        WHEN least(%s, b.tokens + greatest(0, EXCLUDED.at_ms - b.at_ms) * %s) >= 1
+        THEN least(%s, b.tokens + greatest(0, EXCLUDED.at_ms - b.at_ms) * %s) - 1
+        ELSE least(%s, b.tokens + greatest(0, EXCLUDED.at_ms - b.at_ms) * %s)
+    END,
+    last_ok = least(%s, b.tokens + greatest(0, EXCLUDED.at_ms - b.at_ms) * %s) >= 1,
+    at_ms = greatest(b.at_ms, EXCLUDED.at_ms)
+RETURNING last_ok, tokens
+"""  # a deadlock or serialization failure is retried: the use case runs again whole
 
 
 def _unavailable(exc: Exception) -> StoreUnavailable:
@@ -70,6 +87,7 @@ class PostgresStore(Store):
             )
         except psycopg.Error as exc:
             raise _unavailable(exc) from exc
+        self._takes = 0
         self._indexed: set[tuple[str, int]] = set()
         self._index_lock = threading.Lock()
         self._common = lexical.CommonTerms()
@@ -79,6 +97,30 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         self._pool.close()
+
+    shares_rate_limits = True
+
+    def take_token(self, caller: str, per_minute: int, burst: int) -> float | None:
+        """Spend one of ``caller``'s tokens in the bucket every replica shares: None, or the
+        seconds until a token is back (``burst`` tokens, ``per_minute`` a minute)."""
+        per_ms = per_minute / 60_000
+        self._takes += 1
+        sweep = self._takes % _SWEEP_EVERY == 0
+
+        def work(conn: Conn) -> tuple[bool, float]:
+            if sweep:
+                full_ms = int(burst / per_ms) + 1
+                conn.execute(
+                    "DELETE FROM rate_buckets WHERE at_ms < "
+                    "(extract(epoch FROM clock_timestamp()) * 1000)::bigint - %s",
+                    (full_ms,),
+                )
+            row = conn.execute(_TAKE, (caller, burst, *(burst, per_ms) * 4)).fetchone()
+            assert row is not None
+            return bool(row[0]), float(row[1])
+
+        ok, tokens = self._run(work)
+        return None if ok else (1 - tokens) / per_ms / 1000
 
     def _run(self, work: Callable[[Conn], T]) -> T:
         """Run ``work`` in one transaction: committed when it returns, rolled back when it
