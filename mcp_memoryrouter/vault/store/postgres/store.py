@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -20,9 +21,17 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_memoryrouter.errors import StoreUnavailable
-from mcp_memoryrouter.vault.rules.domain import ExportedMemory, Memory, ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.rules import counters
+from mcp_memoryrouter.vault.rules.date_words import date_words
+from mcp_memoryrouter.vault.rules.domain import (
+    ExportedMemory,
+    Memory,
+    NewRaw,
+    ScoredMemory,
+    SearchFilter,
+)
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
-from mcp_memoryrouter.vault.store import backup
+from mcp_memoryrouter.vault.store import backup, memories
 from mcp_memoryrouter.vault.store.base import Store
 from mcp_memoryrouter.vault.store.postgres import lexical, search, vectors
 from mcp_memoryrouter.vault.store.postgres.connection import Conn, PgTx
@@ -48,6 +57,83 @@ ON CONFLICT (caller) DO UPDATE SET
     at_ms = greatest(b.at_ms, EXCLUDED.at_ms)
 RETURNING last_ok, tokens
 """  # a deadlock or serialization failure is retried: the use case runs again whole
+
+
+def _ingest_sql() -> str:
+    """Insert the rows (a duplicate skipped), add what was stored to the vault's counters by
+    ``counters.after_ingest`` (its columns and their sizes, read from the rule), queue the
+    stored rows for the model, and answer, per input row in order, whether it was stored
+    and the id of the row it duplicates: all in one statement."""
+    per_unit, per_token = counters.after_ingest(1, 0), counters.after_ingest(0, 1)
+    sets = ", ".join(
+        f"{c} = {c} + {per_unit.get(c, 0)} * s.n + {per_token.get(c, 0)} * s.tok"
+        for c in sorted({*per_unit, *per_token})
+    )
+    return f"""
+WITH input AS (
+    SELECT * FROM unnest(
+        %s::text[], %s::text[], %s::text[], %s::integer[], %s::bigint[], %s::text[],
+        %s::text[], %s::bigint[], %s::text[]
+    ) WITH ORDINALITY AS t(id, role, content, tokens, date_ms, session_id, dedup, created_ms,
+                           dated, ord)
+),
+ins AS (
+    INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, date_to,
+                          session_id, dedup, created_ms, dated)
+    SELECT id, %s, 1, role, content, tokens, date_ms, date_ms, session_id, dedup, created_ms,
+           dated
+    FROM input ORDER BY ord
+    ON CONFLICT DO NOTHING
+    RETURNING seq, id, tokens
+),
+counted AS (
+    UPDATE vaults SET {sets}
+    FROM (SELECT count(*) AS n, coalesce(sum(tokens), 0) AS tok FROM ins) s
+    WHERE vaults.id = %s
+    RETURNING 1
+),
+queued AS (
+    INSERT INTO embed_queue (seq, model)
+    SELECT seq, %s FROM ins WHERE %s::text IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT ins.id IS NOT NULL, m.id
+FROM input
+LEFT JOIN ins ON ins.id = input.id
+LEFT JOIN memories m ON m.vault_id = %s AND m.dedup = input.dedup
+ORDER BY input.ord
+"""
+
+
+_INGEST = _ingest_sql()
+
+
+def _ingested(row: NewRaw) -> tuple[object, ...]:
+    return (
+        *(row.id, row.role, row.content, row.tokens, row.date_ms, row.session_id, row.dedup),
+        *(row.created_ms, date_words(row.date_ms, row.date_ms)),
+    )
+
+
+def _ingest_outcome(
+    rows: Sequence[NewRaw], found: Sequence[tuple[object, ...]]
+) -> tuple[list[str], int, int]:
+    """(ids in input order, stored, stored tokens) from the statement's rows: a row stored,
+    or the id of the row it duplicates, found before (``m.id``; the statement's snapshot
+    predates its own inserts) or stored earlier in the same request."""
+    ids: list[str] = []
+    first: dict[str, str] = {}
+    stored = tokens = 0
+    for row, (inserted, existing) in zip(rows, found, strict=True):
+        if inserted:
+            ids.append(row.id)
+            first.setdefault(row.dedup, row.id)
+            stored += 1
+            tokens += row.tokens
+        else:
+            ids.append(str(existing) if existing is not None else first[row.dedup])
+    return ids, stored, tokens
 
 
 def _unavailable(exc: Exception) -> StoreUnavailable:
@@ -99,6 +185,21 @@ class PostgresStore(Store):
         self._pool.close()
 
     shares_rate_limits = True
+
+    def ingest(
+        self, vault_id: str, rows: Sequence[NewRaw], embed_model: str | None
+    ) -> tuple[list[str], int, int]:
+        """The shared ingest (``memories.ingest``) as one statement whatever the number of
+        rows: one round trip to the database per request instead of one per row."""
+        if not rows:
+            return self._write(partial(memories.ingest, vault_id=vault_id, rows=rows, model=None))
+        columns = [list(c) for c in zip(*(_ingested(row) for row in rows), strict=True)]
+        found = self._run(
+            lambda conn: conn.execute(
+                _INGEST, (*columns, vault_id, vault_id, embed_model, embed_model, vault_id)
+            ).fetchall()
+        )
+        return _ingest_outcome(rows, found)
 
     def take_token(self, caller: str, per_minute: int, burst: int) -> float | None:
         """Spend one of ``caller``'s tokens in the bucket every replica shares: None, or the
