@@ -486,6 +486,12 @@ BROKEN = [
     ),
     ("SELECT id FROM memories m RIGHT JOIN lineage l ON true", [], "cannot read"),
     ("SELECT id FROM memories; DELETE FROM memories", [], "several statements"),
+    (
+        "WITH input AS (SELECT * FROM unnest(?::bigint[]) AS t(seq)) "
+        "INSERT INTO embed_queue (seq, model) SELECT seq, ? FROM input",
+        [[1, 2], "model"],
+        "embed_queue: not pinned",
+    ),
 ]
 KEPT = [
     ("SELECT id FROM memories WHERE vault_id = ? AND id IN (?, ?)", [V1, "a", "b"]),
@@ -511,6 +517,12 @@ KEPT = [
     ("UPDATE vaults SET n1 = n1 + ? WHERE id = ?", [1, V1]),
     ("SELECT u FROM (SELECT tsv FROM memories WHERE vault_id = ?) AS s, unnest(s.tsv) AS u", [V1]),
     ("SELECT version FROM schema_migrations", []),
+    (
+        "WITH ins AS (INSERT INTO memories (id, vault_id) SELECT id, ? FROM unnest(?::text[]) "
+        "WITH ORDINALITY AS t(id, ord) RETURNING seq) "
+        "INSERT INTO embed_queue (seq, model) SELECT seq, ? FROM ins",
+        [V1, ["a"], "model"],
+    ),
 ]
 
 

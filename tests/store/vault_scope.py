@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 # Tables of vault data, and the column holding each row's vault.
 VAULT_COLUMN = {
@@ -207,6 +207,7 @@ VAULT = "<vault>"  # the pseudo-column of a BELONGS_TO mention: the vault it bel
 
 Node = tuple[int, str]  # (mention number, column)
 Operand = Node | Token | None  # a column, a value, or something else
+Source: TypeAlias = "Scope | int | None"  # a derived table: a CTE, a subquery's "(", a function
 Condition = tuple[int, int, "Mention | None"]  # a token range, and the one mention it filters
 
 
@@ -233,32 +234,12 @@ class Scope:
 
     parent: Scope | None
     ctes: set[str]  # the names of the CTEs it may read
-    derived: set[str] = field(default_factory=set)  # its FROM's subqueries and functions
+    # what its FROM names besides tables: a CTE (its scope), a subquery (its "(" position),
+    # a function (None)
+    derived: dict[str, Source] = field(default_factory=dict)
     mentions: list[Mention] = field(default_factory=list)
     items: list[Operand] = field(default_factory=list)  # its select list
-
-    def find(self, name: str) -> Mention | None:
-        """The mention a qualifier names, here or in an enclosing scope."""
-        scope: Scope | None = self
-        while scope is not None:
-            if name in scope.derived or name in scope.ctes:
-                return None
-            for mention in scope.mentions:
-                if name in (mention.alias, mention.table):
-                    return mention
-            scope = scope.parent
-        return None
-
-    def column(self, name: str) -> Node | None:
-        """The (mention, column) a column reference names, when the reader can tell: a
-        qualified one, or an unqualified one in a scope of one table."""
-        if "." in name:
-            qualifier, column = name.rsplit(".", 1)
-            mention = self.find(qualifier.rsplit(".", 1)[-1])
-            return None if mention is None else (mention.number, column)
-        if len(self.mentions) == 1 and not self.derived:
-            return (self.mentions[0].number, name)
-        return None
+    outputs: dict[str, Operand] = field(default_factory=dict)  # its result's named columns
 
 
 @dataclass
@@ -286,6 +267,7 @@ class Reader:
         self.params = params
         self.reading = Reading()
         self.subqueries: dict[int, Scope] = {}  # "(" position -> the scope inside
+        self.ctes: dict[str, Scope] = {}  # a CTE's name -> its scope
 
     # -- positions --
 
@@ -347,7 +329,9 @@ class Reader:
         i, ctes = lo, set(names)
         while self.t[i].kind == "name" and self.t[i + 1].kw("AS"):
             opened = i + 2
-            self.statement(opened + 1, self.closing[opened], parent, ctes)
+            self.ctes[self.t[i].text] = self.statement(
+                opened + 1, self.closing[opened], parent, ctes
+            )
             ctes.add(self.t[i].text)
             i = self.closing[opened] + 1
             if self.t[i].text != ",":
@@ -361,7 +345,11 @@ class Reader:
         end = self.find(from_at, hi, *_CLAUSES)
         conditions = self.from_list(from_at + 1, end, scope) if from_at < hi else []
         self.nested(lo, hi, scope)
-        scope.items = [self.item(a, b, scope) for a, b in self.split(start, from_at, ",")]
+        for a, b in self.split(start, from_at, ","):
+            name, operand = self.item(a, b, scope)
+            scope.items.append(operand)
+            if name:
+                scope.outputs[name] = operand
         where = self.find(end, hi, "WHERE")
         if where < hi:
             conditions.append((where + 1, self.find(where + 1, hi, *_CLAUSES), None))
@@ -375,12 +363,13 @@ class Reader:
         opened = into + (4 if aliased else 2)
         columns = [self.t[a].text for a, _ in self.split(opened + 1, self.closing[opened], ",")]
         body = self.closing[opened] + 1
+        self.returning(lo, hi, scope)
         if self.t[body].kw("VALUES"):
             self.values(body + 1, hi, target, columns)
             return
         end = next(
             (i for i in range(body, hi - 1) if self.t[i].kw("ON") and self.t[i + 1].kw("CONFLICT")),
-            hi,
+            self.find(body, hi, "RETURNING"),
         )
         selected = self.statement(body, end, None, scope.ctes)
         for column, item in zip(columns, selected.items, strict=True):
@@ -428,6 +417,15 @@ class Reader:
         if where < hi:
             conditions.append((where + 1, self.find(where + 1, hi, "RETURNING"), None))
         self.conditions(conditions, scope)
+        self.returning(lo, hi, scope)
+
+    def returning(self, lo: int, hi: int, scope: Scope) -> None:
+        """A ``RETURNING`` list: the named columns of the statement's result."""
+        at = self.find(lo, hi, "RETURNING")
+        for a, b in self.split(at + 1, hi, ",") if at < hi else []:
+            name, operand = self.item(a, b, scope)
+            if name:
+                scope.outputs[name] = operand
 
     # -- FROM --
 
@@ -460,21 +458,55 @@ class Reader:
         """One FROM item at ``i``: a table (its mention), or a subquery, a function or a CTE
         (None); and where the item ends."""
         tok = self.t[i]
-        if tok.text == "(":
-            derived, after = True, self.closing[i] + 1
-        elif i + 1 < hi and self.t[i + 1].text == "(":
+        source: Source = None
+        if tok.text == "(":  # a subquery
+            derived, source, after = True, i, self.closing[i] + 1
+        elif i + 1 < hi and self.t[i + 1].text == "(":  # a function
             derived, after = True, self.closing[i + 1] + 1
+            if after + 1 < hi and self.t[after].kw("WITH") and self.t[after + 1].kw("ORDINALITY"):
+                after += 2
         else:
             derived, after = tok.text in scope.ctes, i + 1
+            source = self.ctes.get(tok.text)
         if after < hi and self.t[after].kw("AS"):
             after += 1
         alias = ""
         if after < hi and self.t[after].kind == "name" and not self.t[after].kw(*_NOT_ALIASES):
             alias, after = self.t[after].text, after + 1
+        if derived and after < hi and self.t[after].text == "(":  # AS t(a, b): renamed
+            source, after = None, self.closing[after] + 1
         if derived:
-            scope.derived.add(alias or tok.text)
+            scope.derived[alias or tok.text] = source
             return None, after
         return self.mention(scope, tok.text, alias), after
+
+    def column(self, scope: Scope, name: str) -> Node | None:
+        """The (mention, column) a column reference names, when the reader can tell: one
+        qualified by a table's alias (here or in an enclosing scope), a derived table's column
+        that is a table's column, or an unqualified one in a scope of one table."""
+        if "." not in name:
+            if len(scope.mentions) == 1 and not scope.derived:
+                return (scope.mentions[0].number, name)
+            if not scope.mentions and len(scope.derived) == 1:
+                return self.output(next(iter(scope.derived.values())), name)
+            return None
+        qualifier, column = name.rsplit(".", 1)
+        qualifier = qualifier.rsplit(".", 1)[-1]
+        found: Scope | None = scope
+        while found is not None:
+            if qualifier in found.derived:
+                return self.output(found.derived[qualifier], column)
+            for mention in found.mentions:
+                if qualifier in (mention.alias, mention.table):
+                    return (mention.number, column)
+            found = found.parent
+        return None
+
+    def output(self, source: Source, column: str) -> Node | None:
+        """The table column a derived table's ``column`` is, if it is one."""
+        scope = self.subqueries.get(source) if isinstance(source, int) else source
+        value = scope.outputs.get(column) if isinstance(scope, Scope) else None
+        return value if isinstance(value, tuple) else None
 
     def mention(self, scope: Scope, name: str, alias: str) -> Mention:
         table = name.rsplit(".", 1)[-1]  # temp.lexical_log
@@ -531,14 +563,18 @@ class Reader:
         if tok.value and (hi - lo == 1 or self.t[lo + 1].text == "::"):
             return tok
         if hi - lo == 1 and tok.kind == "name" and not tok.kw("NULL", "TRUE", "FALSE"):
-            return scope.column(tok.text)
+            return self.column(scope, tok.text)
         return None
 
-    def item(self, lo: int, hi: int, scope: Scope) -> Operand:
-        """A select-list item: ``column``, ``value``, or either ``AS`` a name."""
+    def item(self, lo: int, hi: int, scope: Scope) -> tuple[str | None, Operand]:
+        """A select-list (or RETURNING) item: its name, and the column or value it is
+        (``m.seq``, ``?``, either ``AS`` a name; None for an expression)."""
+        name = None
         if hi - lo > 2 and self.t[hi - 2].kw("AS"):
-            hi -= 2
-        return self.operand(lo, hi, scope)
+            name, hi = self.t[hi - 1].text, hi - 2
+        elif hi - lo == 1 and self.t[lo].kind == "name":
+            name = self.t[lo].text.rsplit(".", 1)[-1]
+        return name, self.operand(lo, hi, scope)
 
     def pin(self, node: Node, tok: Token) -> None:
         value: Any = tok.text.strip("'")
