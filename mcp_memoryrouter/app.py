@@ -34,6 +34,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits
+from mcp_memoryrouter.auth.database import PostgresPool
 from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
 from mcp_memoryrouter.auth.external import (
     ExternalTokenVerifier,
@@ -41,11 +42,14 @@ from mcp_memoryrouter.auth.external import (
     load_bindings,
 )
 from mcp_memoryrouter.auth.keyfiles import read_or_create
+from mcp_memoryrouter.auth.keyring import KeyRing
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
 from mcp_memoryrouter.auth.provider import Lifetimes
 from mcp_memoryrouter.auth.resource import ScopeChallenge, SingleAuthorization
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy, load_policy
+from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.store import AuthStore
 from mcp_memoryrouter.auth.throttle import OAuthLimits
 from mcp_memoryrouter.auth.verifiers import AnyOfVerifiers
 from mcp_memoryrouter.client import VaultClient
@@ -137,10 +141,70 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     )
 
 
+@dataclass
+class SharedState:
+    """What the authorization server and the explorer keep beyond the vault: the sealing key
+    (a value or a file replicas share, else the data directory's), and on PostgreSQL a small
+    pool to the database their tables live in (else SQLite files in the data directory)."""
+
+    settings: Settings
+    pool: PostgresPool | None = None
+    _sealer: Sealer | None = None
+
+    @property
+    def sealer(self) -> Sealer:
+        """Read (or made in the data directory) when first needed, by the authorization
+        server or the explorer only."""
+        if self._sealer is None:
+            self._sealer = sealing_key(self.settings)
+        return self._sealer
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def sealing_key(settings: Settings) -> Sealer:
+    if settings.sealing_key:
+        return Sealer(settings.sealing_key.strip().encode())
+    if settings.sealing_key_file:
+        path = Path(settings.sealing_key_file)
+        try:
+            return Sealer(path.read_bytes().strip())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"MEMORYROUTER_SEALING_KEY_FILE {path}: not a readable Fernet key ({exc})"
+            ) from exc
+    return Sealer.in_dir(settings.data_dir)
+
+
+def shared_state(settings: Settings) -> SharedState:
+    wanted = settings.ui == "on" or (settings.auth == "key" and settings.oauth == "embedded")
+    if not (wanted and settings.on_postgres):
+        return SharedState(settings)
+    assert settings.database_url is not None
+    return SharedState(settings, PostgresPool(settings.database_url))
+
+
 def embedded_oauth(
-    settings: Settings, client: VaultClient, policy: ScopePolicy, clock: Callable[[], float]
+    settings: Settings,
+    client: VaultClient,
+    policy: ScopePolicy,
+    clock: Callable[[], float],
+    shared: SharedState | None = None,
 ) -> EmbeddedAuthServer:
     lifetimes = Lifetimes(settings.oauth_access_token_seconds, settings.oauth_refresh_token_seconds)
+    shared = shared or SharedState(settings)
+    store, signer = None, None
+    if shared.pool is not None:  # replicas share the state and the signing keys
+        store = AuthStore.postgres(shared.pool)
+        signer = KeyRing.postgres(
+            shared.pool,
+            shared.sealer,
+            signing_seconds=settings.oauth_signing_key_days * 86_400,
+            access_seconds=settings.oauth_access_token_seconds,
+            clock=clock,
+        )
     return build_embedded(
         settings.data_dir,
         issuer=settings.base_url,
@@ -155,6 +219,9 @@ def embedded_oauth(
         ),
         clock=clock,
         server_name=settings.server_name or httpx2.URL(settings.base_url).host,
+        sealer=shared.sealer,
+        store=store,
+        signer=signer,
     )
 
 
@@ -239,16 +306,26 @@ def _serve(
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
-    guarded = guard(settings, endpoint, client, policy, clock)
-    routes, oauth, closing = guarded.routes, guarded.oauth, guarded.closing
-    if settings.proxy == "on":
-        proxy = chat_proxy(settings, client, default_key)
-        routes += proxy.routes()
-        closing.append(proxy.aclose)
-    explorer = None
-    if settings.ui == "on":
-        explorer = memory_explorer(settings, client, default_key, clock)
-        closing.append(explorer.aclose)
+    shared = shared_state(settings)
+    try:
+        guarded = guard(settings, endpoint, client, policy, clock, shared)
+        routes, oauth, closing = guarded.routes, guarded.oauth, guarded.closing
+        if settings.proxy == "on":
+            proxy = chat_proxy(settings, client, default_key)
+            routes += proxy.routes()
+            closing.append(proxy.aclose)
+        explorer = None
+        if settings.ui == "on":
+            explorer = memory_explorer(settings, client, default_key, clock, shared)
+            closing.append(explorer.aclose)
+    except BaseException:
+        shared.close()
+        raise
+
+    async def close_shared() -> None:
+        shared.close()
+
+    closing.append(close_shared)  # after the explorer and the authorization server
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -322,14 +399,24 @@ def chat_proxy(settings: Settings, client: VaultClient, default_key: str | None)
 
 
 def memory_explorer(
-    settings: Settings, client: VaultClient, default_key: str | None, clock: Callable[[], float]
+    settings: Settings,
+    client: VaultClient,
+    default_key: str | None,
+    clock: Callable[[], float],
+    shared: SharedState | None = None,
 ) -> Explorer:
     """The explorer's cookies are Secure over https, and over plain http too unless the
     server both listens and is known on loopback (a development server without TLS)."""
     base = httpx2.URL(settings.base_url)
+    shared = shared or SharedState(settings)
+    sessions = (
+        UiSessions.in_dir(settings.data_dir, shared.sealer)
+        if shared.pool is None
+        else UiSessions.postgres(shared.pool, shared.sealer)
+    )
     return Explorer(
         client,
-        UiSessions.in_dir(settings.data_dir),
+        sessions,
         secure_cookies=(
             base.scheme == "https" or not is_loopback(base.host) or not is_loopback(settings.host)
         ),
@@ -359,6 +446,7 @@ def guard(
     client: VaultClient,
     policy: ScopePolicy,
     clock: Callable[[], float],
+    shared: SharedState | None = None,
 ) -> Guarded:
     """With MEMORYROUTER_AUTH=key, ``endpoint`` behind bearer authentication (memory keys,
     and tokens of the embedded or an external authorization server) and the scope
@@ -370,7 +458,7 @@ def guard(
     verifier = AnyOfVerifiers(MemoryKeyVerifier(client))
     metadata_url = None
     if settings.oauth == "embedded":
-        guarded.oauth = embedded_oauth(settings, client, policy, clock)
+        guarded.oauth = embedded_oauth(settings, client, policy, clock, shared)
         verifier = AnyOfVerifiers(MemoryKeyVerifier(client), guarded.oauth.verifier)
         issuer = guarded.oauth.issuer
         guarded.routes += guarded.oauth.routes

@@ -63,6 +63,12 @@ class Settings(BaseSettings):
     oauth: Literal["embedded", "external", "off"] = "embedded"
     oauth_access_token_seconds: int = Field(default=900, ge=30, le=86_400)
     oauth_refresh_token_seconds: int = Field(default=30 * 86_400, ge=60)
+    # on PostgreSQL: how long a shared signing key signs before the next one is made
+    oauth_signing_key_days: int = Field(default=limits.OAUTH_SIGNING_KEY_DAYS, ge=1, le=3650)
+    # the Fernet key sealing memory keys (and, on PostgreSQL, the signing keys): replicas must
+    # share it. A value, or a file every replica mounts; default {data_dir}/oauth-sealing.key
+    sealing_key: str | None = None
+    sealing_key_file: Path | None = None
     # per client address: requests a minute (bursts of as many) on /authorize, /token,
     # /revoke, /register and the sign-in pages, and registrations a minute; 0 = off
     oauth_rate_limit_per_minute: int = Field(default=60, ge=0)
@@ -95,6 +101,11 @@ class Settings(BaseSettings):
         # a wildcard bind address is no place to send a browser: name loopback instead
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "[::]", "") else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def on_postgres(self) -> bool:
+        url = self.database_url
+        return bool(url and url.startswith(("postgresql://", "postgres://")))
 
     @property
     def sqlite_path(self) -> Path:

@@ -78,3 +78,8 @@ UI_FORM_MAX_BYTES = 64 * 1024  # a form post (a selection of MAX_DELETE_IDS ids 
 UI_SIGN_INS_PER_MINUTE = 10  # sign-in attempts per client address (bursts of as many)
 UI_KEY_MAX_CHARS = 200  # a pasted key longer than this is no key
 UI_PAGE_TOKENS = 4_000  # a timeline page's date-search budget (a screenful or three)
+
+# --- the embedded authorization server's signing keys (PostgreSQL: shared and rotated) ----
+OAUTH_SIGNING_KEY_DAYS = 30  # a key signs this long (the default of the setting), then a new one
+OAUTH_KEYS_RELOAD_SECONDS = 60  # each replica re-reads the key set at least this often...
+OAUTH_UNKNOWN_KID_RELOAD_SECONDS = 1  # ...and when a token names a key it does not know

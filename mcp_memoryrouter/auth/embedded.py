@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
+from mcp_memoryrouter.auth.keyring import KeyRing
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
 from mcp_memoryrouter.auth.pages import CONSENT_PATH, Pages
 from mcp_memoryrouter.auth.provider import (
@@ -47,7 +48,7 @@ class EmbeddedAuthServer:
     issuer: str
     provider: EmbeddedProvider
     verifier: GrantTokenVerifier
-    signer: Signer
+    signer: Signer | KeyRing
     store: AuthStore
     routes: list[Route]
     _http: httpx2.AsyncClient
@@ -91,11 +92,16 @@ def build_embedded(
     http: httpx2.AsyncClient | None = None,
     limits: OAuthLimits | None = None,
     server_name: str | None = None,
+    sealer: Sealer | None = None,
+    store: AuthStore | None = None,
+    signer: Signer | KeyRing | None = None,
 ) -> EmbeddedAuthServer:
-    """``server_name`` is what the pages call this server (default: the issuer's host)."""
-    store = AuthStore(data_dir / AUTH_DB_FILE)
-    signer = Signer.in_dir(data_dir)
-    sealer = Sealer.in_dir(data_dir)
+    """``server_name`` is what the pages call this server (default: the issuer's host). The
+    sealing key, the state and the signing keys default to files in ``data_dir``; replicas
+    pass a shared sealing key and state and keys in PostgreSQL."""
+    sealer = sealer or Sealer.in_dir(data_dir)
+    store = store or AuthStore.sqlite(data_dir / AUTH_DB_FILE)
+    signer = signer or Signer.in_dir(data_dir)
     http = http or httpx2.AsyncClient()
     documents = MetadataDocuments(
         http, allow_loopback=is_loopback_host(httpx2.URL(issuer).host), clock=clock

@@ -43,7 +43,7 @@ from mcp_memoryrouter.auth.clients import (
 )
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
 from mcp_memoryrouter.auth.sealing import Sealer
-from mcp_memoryrouter.auth.signing import GRANT_CLAIM, Signer
+from mcp_memoryrouter.auth.signing import GRANT_CLAIM, TokenKeys
 from mcp_memoryrouter.auth.store import AuthStore, Grant, PendingRequest, digest
 from mcp_memoryrouter.auth.verifiers import GrantTokenVerifier, key_still_accepted
 from mcp_memoryrouter.client import VaultClient
@@ -80,7 +80,7 @@ class EmbeddedProvider:
     def __init__(
         self,
         store: AuthStore,
-        signer: Signer,
+        signer: TokenKeys,
         sealer: Sealer,
         documents: MetadataDocuments,
         verifier: GrantTokenVerifier,

@@ -1,4 +1,6 @@
-"""Persistent state of the embedded authorization server in its own SQLite file.
+"""Persistent state of the embedded authorization server: its own SQLite file in the data
+directory, or tables prefixed ``oauth_`` in the shared PostgreSQL (``auth/database.py``: one
+class, the same SQL on both).
 
 Tables: registered clients, pending authorization requests (between /authorize and the
 consent), browser sign-in sessions, authorization codes, grants (what a user consented to,
@@ -11,23 +13,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_memoryrouter.private import new_private_dir, private_database
+from mcp_memoryrouter.auth.database import Database, PostgresPool, Row, SqliteDatabase
 
 AUTH_DB_FILE = "auth.sqlite3"
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS clients (
+CREATE TABLE IF NOT EXISTS {p}clients (
     client_id TEXT PRIMARY KEY,
     info TEXT NOT NULL,
     created_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS requests (
+CREATE TABLE IF NOT EXISTS {p}requests (
     id TEXT PRIMARY KEY,
     client_id TEXT NOT NULL,
     params TEXT NOT NULL,
@@ -37,14 +38,14 @@ CREATE TABLE IF NOT EXISTS requests (
     allowed TEXT,
     expires_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS sessions (
+CREATE TABLE IF NOT EXISTS {p}sessions (
     digest TEXT PRIMARY KEY,
     vault_ref TEXT NOT NULL,
     sealed_key TEXT NOT NULL,
     allowed TEXT NOT NULL,
     expires_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS grants (
+CREATE TABLE IF NOT EXISTS {p}grants (
     id TEXT PRIMARY KEY,
     client_id TEXT NOT NULL,
     vault_ref TEXT NOT NULL,
@@ -54,18 +55,18 @@ CREATE TABLE IF NOT EXISTS grants (
     created_at REAL NOT NULL,
     revoked INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS codes (
+CREATE TABLE IF NOT EXISTS {p}codes (
     digest TEXT PRIMARY KEY,
-    grant_id TEXT NOT NULL REFERENCES grants(id),
+    grant_id TEXT NOT NULL REFERENCES {p}grants(id),
     redirect_uri TEXT NOT NULL,
     explicit INTEGER NOT NULL,
     code_challenge TEXT NOT NULL,
     expires_at REAL NOT NULL,
     used INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS refresh_tokens (
+CREATE TABLE IF NOT EXISTS {p}refresh_tokens (
     digest TEXT PRIMARY KEY,
-    grant_id TEXT NOT NULL REFERENCES grants(id),
+    grant_id TEXT NOT NULL REFERENCES {p}grants(id),
     scopes TEXT NOT NULL,
     expires_at REAL NOT NULL,
     used INTEGER NOT NULL DEFAULT 0
@@ -129,58 +130,68 @@ class RefreshRow:
 
 
 class AuthStore:
-    """One connection behind a lock: the writes are tiny and rare."""
+    """Every method is one statement (or a few independent ones), so replicas sharing the
+    PostgreSQL tables need no coordination beyond the database's own row locks."""
 
-    def __init__(self, path: Path) -> None:
-        new_private_dir(path.parent)
-        private_database(path)  # before connecting: the WAL takes the file's mode
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._lock = threading.Lock()
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
+    def __init__(self, db: Database, close: Callable[[], None] = lambda: None) -> None:
+        self._db = db
+        self._close = close
+
+    @classmethod
+    def sqlite(cls, path: Path) -> AuthStore:
+        db = SqliteDatabase(path, SCHEMA)
+        return cls(db, db.close)
+
+    @classmethod
+    def postgres(cls, pool: PostgresPool) -> AuthStore:
+        """The tables in the shared database (created if missing); the pool stays its
+        owner's to close."""
+        return cls(pool.database(SCHEMA))
 
     def close(self) -> None:
-        self._db.close()
+        self._close()
 
-    def _one(self, sql: str, *args: Any) -> sqlite3.Row | None:
-        with self._lock:
-            row: sqlite3.Row | None = self._db.execute(sql, args).fetchone()
-            return row
+    def _one(self, sql: str, *args: Any) -> Row | None:
+        return self._db.one(sql, *args)
 
     def _run(self, sql: str, *args: Any) -> int:
-        with self._lock:
-            return self._db.execute(sql, args).rowcount
+        return self._db.run(sql, *args)
 
     # clients ------------------------------------------------------------------------------
 
     def save_client(self, client_id: str, info: dict[str, Any], now: float) -> None:
         self._run(
-            "INSERT OR REPLACE INTO clients VALUES (?, ?, ?)", client_id, json.dumps(info), now
+            "INSERT INTO {p}clients VALUES (?, ?, ?) ON CONFLICT (client_id) DO UPDATE "
+            "SET info = excluded.info, created_at = excluded.created_at",
+            client_id,
+            json.dumps(info),
+            now,
         )
 
     def client(self, client_id: str) -> dict[str, Any] | None:
-        row = self._one("SELECT info FROM clients WHERE client_id = ?", client_id)
+        row = self._one("SELECT info FROM {p}clients WHERE client_id = ?", client_id)
         return None if row is None else dict(json.loads(row["info"]))
 
     def forget_unused_clients(self, registered_before: float) -> None:
         """Delete registrations older than this that no grant was ever made for."""
         self._run(
-            "DELETE FROM clients WHERE created_at <= ? AND NOT EXISTS "
-            "(SELECT 1 FROM grants WHERE grants.client_id = clients.client_id)",
+            "DELETE FROM {p}clients WHERE created_at <= ? AND NOT EXISTS "
+            "(SELECT 1 FROM {p}grants WHERE {p}grants.client_id = {p}clients.client_id)",
             registered_before,
         )
 
     def delete_client(self, client_id: str) -> None:
-        self._run("DELETE FROM clients WHERE client_id = ?", client_id)
-        self._run("UPDATE grants SET revoked = 1 WHERE client_id = ?", client_id)
+        self._run("DELETE FROM {p}clients WHERE client_id = ?", client_id)
+        self._run("UPDATE {p}grants SET revoked = 1 WHERE client_id = ?", client_id)
 
     # pending authorization requests -------------------------------------------------------
 
     def save_request(self, request: PendingRequest) -> None:
         self._run(
-            "INSERT OR REPLACE INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO {p}requests VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
+            "SET client_id = excluded.client_id, params = excluded.params, csrf = excluded.csrf, "
+            "sealed_key = excluded.sealed_key, vault_ref = excluded.vault_ref, "
+            "allowed = excluded.allowed, expires_at = excluded.expires_at",
             request.id,
             request.client_id,
             json.dumps(request.params),
@@ -192,7 +203,9 @@ class AuthStore:
         )
 
     def request(self, request_id: str, now: float) -> PendingRequest | None:
-        row = self._one("SELECT * FROM requests WHERE id = ? AND expires_at > ?", request_id, now)
+        row = self._one(
+            "SELECT * FROM {p}requests WHERE id = ? AND expires_at > ?", request_id, now
+        )
         if row is None:
             return None
         return PendingRequest(
@@ -207,20 +220,22 @@ class AuthStore:
         )
 
     def delete_request(self, request_id: str, now: float) -> None:
-        self._run("DELETE FROM requests WHERE id = ? OR expires_at <= ?", request_id, now)
+        self._run("DELETE FROM {p}requests WHERE id = ? OR expires_at <= ?", request_id, now)
 
     def sweep(self, now: float) -> None:
         """Forget what can no longer be used: expired requests, codes and refresh tokens."""
-        self._run("DELETE FROM requests WHERE expires_at <= ?", now)
-        self._run("DELETE FROM codes WHERE expires_at <= ?", now)
-        self._run("DELETE FROM refresh_tokens WHERE expires_at <= ?", now)
-        self._run("DELETE FROM sessions WHERE expires_at <= ?", now)
+        self._run("DELETE FROM {p}requests WHERE expires_at <= ?", now)
+        self._run("DELETE FROM {p}codes WHERE expires_at <= ?", now)
+        self._run("DELETE FROM {p}refresh_tokens WHERE expires_at <= ?", now)
+        self._run("DELETE FROM {p}sessions WHERE expires_at <= ?", now)
 
     # browser sessions ---------------------------------------------------------------------
 
     def save_session(self, secret: str, session: Session) -> None:
         self._run(
-            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO {p}sessions VALUES (?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE "
+            "SET vault_ref = excluded.vault_ref, sealed_key = excluded.sealed_key, "
+            "allowed = excluded.allowed, expires_at = excluded.expires_at",
             digest(secret),
             session.vault_ref,
             session.sealed_key,
@@ -230,7 +245,7 @@ class AuthStore:
 
     def session(self, secret: str, now: float) -> Session | None:
         row = self._one(
-            "SELECT * FROM sessions WHERE digest = ? AND expires_at > ?", digest(secret), now
+            "SELECT * FROM {p}sessions WHERE digest = ? AND expires_at > ?", digest(secret), now
         )
         if row is None:
             return None
@@ -239,13 +254,13 @@ class AuthStore:
         )
 
     def end_session(self, secret: str) -> None:
-        self._run("DELETE FROM sessions WHERE digest = ?", digest(secret))
+        self._run("DELETE FROM {p}sessions WHERE digest = ?", digest(secret))
 
     # grants, codes, refresh tokens --------------------------------------------------------
 
     def save_grant(self, grant: Grant, now: float) -> None:
         self._run(
-            "INSERT INTO grants VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+            "INSERT INTO {p}grants VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
             grant.id,
             grant.client_id,
             grant.vault_ref,
@@ -256,12 +271,12 @@ class AuthStore:
         )
 
     def grant(self, grant_id: str) -> Grant | None:
-        row = self._one("SELECT * FROM grants WHERE id = ?", grant_id)
+        row = self._one("SELECT * FROM {p}grants WHERE id = ?", grant_id)
         return None if row is None else _grant(row)
 
     def revoke_grant(self, grant_id: str) -> None:
         """Revoke a grant and with it every token issued from it (the refresh-token family)."""
-        self._run("UPDATE grants SET revoked = 1 WHERE id = ?", grant_id)
+        self._run("UPDATE {p}grants SET revoked = 1 WHERE id = ?", grant_id)
 
     def save_code(
         self,
@@ -273,7 +288,7 @@ class AuthStore:
         exp: float,
     ) -> None:
         self._run(
-            "INSERT INTO codes VALUES (?, ?, ?, ?, ?, ?, 0)",
+            "INSERT INTO {p}codes VALUES (?, ?, ?, ?, ?, ?, 0)",
             digest(code),
             grant_id,
             redirect_uri,
@@ -285,7 +300,7 @@ class AuthStore:
     def code(self, code: str) -> CodeRow | None:
         row = self._one(
             "SELECT c.redirect_uri, c.explicit, c.code_challenge, c.expires_at AS code_exp, "
-            "c.used, g.* FROM codes c JOIN grants g ON g.id = c.grant_id WHERE c.digest = ?",
+            "c.used, g.* FROM {p}codes c JOIN {p}grants g ON g.id = c.grant_id WHERE c.digest = ?",
             digest(code),
         )
         if row is None:
@@ -302,12 +317,13 @@ class AuthStore:
     def use_code(self, code: str) -> bool:
         """Mark a code used; False when it already was (a replay)."""
         return (
-            self._run("UPDATE codes SET used = 1 WHERE digest = ? AND used = 0", digest(code)) == 1
+            self._run("UPDATE {p}codes SET used = 1 WHERE digest = ? AND used = 0", digest(code))
+            == 1
         )
 
     def save_refresh(self, token: str, grant_id: str, scopes: list[str], exp: float) -> None:
         self._run(
-            "INSERT INTO refresh_tokens VALUES (?, ?, ?, ?, 0)",
+            "INSERT INTO {p}refresh_tokens VALUES (?, ?, ?, ?, 0)",
             digest(token),
             grant_id,
             " ".join(scopes),
@@ -317,7 +333,7 @@ class AuthStore:
     def refresh(self, token: str) -> RefreshRow | None:
         row = self._one(
             "SELECT r.scopes AS token_scopes, r.expires_at AS token_exp, r.used, g.* "
-            "FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.digest = ?",
+            "FROM {p}refresh_tokens r JOIN {p}grants g ON g.id = r.grant_id WHERE r.digest = ?",
             digest(token),
         )
         if row is None:
@@ -328,11 +344,11 @@ class AuthStore:
 
     def use_refresh(self, token: str) -> bool:
         """Mark a refresh token used (rotation); False when it already was (a reuse)."""
-        sql = "UPDATE refresh_tokens SET used = 1 WHERE digest = ? AND used = 0"
+        sql = "UPDATE {p}refresh_tokens SET used = 1 WHERE digest = ? AND used = 0"
         return self._run(sql, digest(token)) == 1
 
 
-def _grant(row: sqlite3.Row) -> Grant:
+def _grant(row: Row) -> Grant:
     return Grant(
         row["id"],
         row["client_id"],

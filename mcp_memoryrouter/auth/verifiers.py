@@ -16,7 +16,7 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.sealing import Sealer
-from mcp_memoryrouter.auth.signing import GRANT_CLAIM, Signer
+from mcp_memoryrouter.auth.signing import GRANT_CLAIM, TokenKeys
 from mcp_memoryrouter.auth.store import AuthStore
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
@@ -39,7 +39,7 @@ class GrantTokenVerifier:
 
     def __init__(
         self,
-        signer: Signer,
+        signer: TokenKeys,
         store: AuthStore,
         sealer: Sealer,
         vault: VaultClient,

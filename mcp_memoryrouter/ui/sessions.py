@@ -1,4 +1,6 @@
-"""The explorer's server-side sessions, in their own SQLite file in the data directory (0600).
+"""The explorer's server-side sessions, in their own SQLite file in the data directory (0600),
+or in the table ``ui_sessions`` of the shared PostgreSQL when replicas serve the explorer (a
+session made on one works on every other; ``auth/database.py``).
 
 A person signs in with a memory key once; the browser then holds only a random secret in an
 HttpOnly, SameSite=Strict cookie. The server keeps the secret's SHA-256 digest, the vault it
@@ -15,13 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import sqlite3
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_memoryrouter.auth.database import Database, PostgresPool, SqliteDatabase
 from mcp_memoryrouter.auth.sealing import Sealer
-from mcp_memoryrouter.private import new_private_dir, private_database
 
 UI_DB_FILE = "ui.sqlite3"
 IDLE_SECONDS = 8 * 3600
@@ -57,68 +58,67 @@ class UiSession:
 
 
 class UiSessions:
-    """One connection behind a lock: sign-ins are rare and rows are tiny."""
+    """Sign-ins are rare and rows are tiny: each method is a statement or two."""
 
-    def __init__(self, path: Path, sealer: Sealer) -> None:
-        new_private_dir(path.parent)
-        private_database(path)  # before connecting: the WAL takes the file's mode
+    def __init__(
+        self,
+        path_or_db: Path | Database,
+        sealer: Sealer,
+        close: Callable[[], None] = lambda: None,
+    ) -> None:
         self._sealer = sealer
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._lock = threading.Lock()
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
+        if isinstance(path_or_db, Path):
+            sqlite = SqliteDatabase(path_or_db, SCHEMA)
+            self._db: Database = sqlite
+            self._close = sqlite.close
+        else:
+            self._db = path_or_db
+            self._close = close
 
     @classmethod
-    def in_dir(cls, data_dir: Path) -> UiSessions:
-        return cls(data_dir / UI_DB_FILE, Sealer.in_dir(data_dir))
+    def in_dir(cls, data_dir: Path, sealer: Sealer | None = None) -> UiSessions:
+        return cls(data_dir / UI_DB_FILE, sealer or Sealer.in_dir(data_dir))
+
+    @classmethod
+    def postgres(cls, pool: PostgresPool, sealer: Sealer) -> UiSessions:
+        """The table in the shared database (created if missing); the pool stays its
+        owner's to close."""
+        return cls(pool.database(SCHEMA, prefix=""), sealer)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._close()
 
     def start(self, vault_ref: str, key: str, read_only: bool, now: float) -> UiSession:
         secret, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        with self._lock:
-            self._db.execute(
-                "DELETE FROM ui_sessions WHERE last_seen <= ? OR created_at <= ?",
-                (now - IDLE_SECONDS, now - LIFETIME_SECONDS),
-            )
-            self._db.execute(
-                "INSERT INTO ui_sessions (digest, vault_ref, sealed_key, read_only, csrf, "
-                "created_at, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    _digest(secret),
-                    vault_ref,
-                    self._sealer.seal(key),
-                    int(read_only),
-                    csrf,
-                    now,
-                    now,
-                ),
-            )
+        self._db.run(
+            "DELETE FROM ui_sessions WHERE last_seen <= ? OR created_at <= ?",
+            now - IDLE_SECONDS,
+            now - LIFETIME_SECONDS,
+        )
+        self._db.run(
+            "INSERT INTO ui_sessions (digest, vault_ref, sealed_key, read_only, csrf, "
+            "created_at, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _digest(secret),
+            vault_ref,
+            self._sealer.seal(key),
+            int(read_only),
+            csrf,
+            now,
+            now,
+        )
         return UiSession(secret, vault_ref, key, read_only, csrf)
 
     def find(self, secret: str, now: float) -> UiSession | None:
         """The live session this secret opens (its idle clock restarted), else None."""
         digest = _digest(secret)
-        with self._lock:
-            row = self._db.execute(
-                "SELECT * FROM ui_sessions WHERE digest = ?", (digest,)
-            ).fetchone()
-            if row is None:
-                return None
-            if (
-                row["last_seen"] <= now - IDLE_SECONDS
-                or row["created_at"] <= now - LIFETIME_SECONDS
-            ):
-                self._db.execute("DELETE FROM ui_sessions WHERE digest = ?", (digest,))
-                return None
-            if now - row["last_seen"] >= TOUCH_SECONDS:
-                self._db.execute(
-                    "UPDATE ui_sessions SET last_seen = ? WHERE digest = ?", (now, digest)
-                )
+        row = self._db.one("SELECT * FROM ui_sessions WHERE digest = ?", digest)
+        if row is None:
+            return None
+        if row["last_seen"] <= now - IDLE_SECONDS or row["created_at"] <= now - LIFETIME_SECONDS:
+            self._db.run("DELETE FROM ui_sessions WHERE digest = ?", digest)
+            return None
+        if now - row["last_seen"] >= TOUCH_SECONDS:
+            self._db.run("UPDATE ui_sessions SET last_seen = ? WHERE digest = ?", now, digest)
         key = self._sealer.unseal(row["sealed_key"])
         if key is None:  # sealed under a key this server no longer has
             self.end(secret)
@@ -128,23 +128,27 @@ class UiSessions:
     def show_once(self, secret: str, text: str) -> None:
         """Keep ``text`` (sealed) for the session's next page, which takes it: a new key is
         shown after the redirect that follows its form, so reloading sends nothing again."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE ui_sessions SET shown_once = ? WHERE digest = ?",
-                (self._sealer.seal(text), _digest(secret)),
-            )
+        self._db.run(
+            "UPDATE ui_sessions SET shown_once = ? WHERE digest = ?",
+            self._sealer.seal(text),
+            _digest(secret),
+        )
 
     def take_shown_once(self, secret: str) -> str | None:
+        """Read and cleared in one transaction: two pages (on two replicas) never both get it."""
         digest = _digest(secret)
-        with self._lock:
-            row = self._db.execute(
-                "SELECT shown_once FROM ui_sessions WHERE digest = ?", (digest,)
-            ).fetchone()
+        with self._db.atomic() as tx:
+            row = tx.one("SELECT shown_once FROM ui_sessions WHERE digest = ?", digest)
             if row is None or row["shown_once"] is None:
                 return None
-            self._db.execute("UPDATE ui_sessions SET shown_once = NULL WHERE digest = ?", (digest,))
+            taken = tx.run(
+                "UPDATE ui_sessions SET shown_once = NULL "
+                "WHERE digest = ? AND shown_once IS NOT NULL",
+                digest,
+            )
+            if taken != 1:  # another page took it first (it waited for our row lock)
+                return None
         return self._sealer.unseal(row["shown_once"])
 
     def end(self, secret: str) -> None:
-        with self._lock:
-            self._db.execute("DELETE FROM ui_sessions WHERE digest = ?", (_digest(secret),))
+        self._db.run("DELETE FROM ui_sessions WHERE digest = ?", _digest(secret))

@@ -43,8 +43,9 @@ def _auth_path(server: OAuthServer) -> str:
     """The authorization server's SQLite file."""
     oauth = server.server.oauth
     assert oauth is not None
-    row = oauth.store._db.execute("PRAGMA database_list").fetchone()
-    return str(row[2])
+    row = oauth.store._one("PRAGMA database_list")
+    assert row is not None
+    return str(row["file"])
 
 
 async def signed_in(
