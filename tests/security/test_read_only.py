@@ -15,6 +15,7 @@ READ_ROUTES = {
     ("GET", "/healthz"),
     ("GET", "/v1/keys/current"),
     ("GET", "/v1/memory/stats"),
+    ("GET", "/v1/memory/timeline"),
     ("GET", "/v1/usage"),
     ("POST", "/v1/memory/search"),
     ("POST", "/v1/memory/prepare"),
