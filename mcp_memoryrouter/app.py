@@ -385,6 +385,9 @@ def observed(
 
 
 def chat_proxy(settings: Settings, client: VaultClient, default_key: str | None) -> ChatProxy:
+    """Calls that bring no key act with ``default_key`` (MEMORYROUTER_AUTH=none): those must
+    name this server in ``Host``, as /mcp's must, so a page on another name that resolves to
+    this machine cannot reach the vault through the proxy."""
     upstreams = Upstreams(
         openai=settings.upstream_openai_url.rstrip("/"),
         anthropic=settings.upstream_anthropic_url.rstrip("/"),
@@ -395,6 +398,9 @@ def chat_proxy(settings: Settings, client: VaultClient, default_key: str | None)
         upstreams,
         max_body_bytes=settings.proxy_max_body_bytes,
         default_key=default_key,
+        allowed_hosts=(
+            None if default_key is None else transport_security(settings).allowed_hosts or []
+        ),
     )
 
 

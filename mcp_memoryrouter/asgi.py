@@ -5,7 +5,7 @@ repeated credential header."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -90,3 +90,24 @@ def error_response(error: MemoryRouterError) -> JSONResponse:
     if isinstance(error, RateLimited):
         headers["Retry-After"] = str(error.details.get("retry_after", 1))
     return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
+
+
+def host_allowed(host: str, patterns: Sequence[str]) -> bool:
+    """``host`` (a Host header: a name and an optional port) matches one of ``patterns``: an
+    exact ``name`` or ``name:port``, or ``name:*`` for that name with any port."""
+    host = host.lower()
+    name = _name(host)
+    for pattern in (p.lower() for p in patterns):
+        if pattern.endswith(":*") and name == pattern[:-2] and host != name:
+            return True
+        if host == pattern:
+            return True
+    return False
+
+
+def _name(host: str) -> str:
+    """The host without its port: ``[::1]:8787`` is ``[::1]``, ``a.example:443`` is
+    ``a.example``."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host

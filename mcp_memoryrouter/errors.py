@@ -55,6 +55,13 @@ class MemoryRouterError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
+class Misdirected(MemoryRouterError):
+    """421: the request names (in ``Host``) a server this one is not known as."""
+
+    status = 421
+    code = "misdirected_request"
+
+
 class InvalidRequest(MemoryRouterError):
     """Raised when a request body or parameter breaks a documented rule."""
 
@@ -146,6 +153,7 @@ class InvalidAnswer(MemoryRouterError):
 _BY_CODE: dict[str, type[MemoryRouterError]] = {
     cls.code: cls
     for cls in (
+        Misdirected,
         InvalidRequest,
         Unauthorized,
         Forbidden,

@@ -30,7 +30,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -44,12 +44,13 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.asgi import error_response, read_body
+from mcp_memoryrouter.asgi import error_response, host_allowed, read_body
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,
     InvalidRequest,
     MemoryRouterError,
+    Misdirected,
     NotFound,
     RateLimited,
     TransportFailure,
@@ -171,10 +172,14 @@ class ChatProxy:
         *,
         max_body_bytes: int,
         default_key: str | None = None,
+        allowed_hosts: Sequence[str] | None = None,
         http: httpx2.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``allowed_hosts``: when given, the only ``Host`` names a call may carry (a local
+        server without keys: a page on another name that resolves here must not use it)."""
         self._vault = vault
+        self._hosts = None if allowed_hosts is None else list(allowed_hosts)
         self._upstreams = upstreams
         self._max_body = max_body_bytes
         self._default_key = default_key
@@ -210,6 +215,13 @@ class ChatProxy:
     async def _relay(self, request: Request, fmt: Format, target: str) -> Response:
         asked_at = self._clock()
         try:
+            if self._hosts is not None and not host_allowed(
+                request.headers.get("host", ""), self._hosts
+            ):
+                raise Misdirected(
+                    "this server does not answer to that name: set MEMORYROUTER_PUBLIC_URL, "
+                    "or add the name to MEMORYROUTER_ALLOWED_HOSTS"
+                )
             body = await self._body(request)
             key = request.headers.get(MEMORY_KEY) or self._default_key
             if not key:

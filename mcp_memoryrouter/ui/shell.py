@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import send_bytes
+from mcp_memoryrouter.asgi import host_allowed, send_bytes
 
 log = logging.getLogger(__name__)
 
@@ -41,27 +41,6 @@ _PAGE = (
     '<link rel="stylesheet" href="/ui/static/explorer.css"></head><body><main id="main">'
     '<h1>{title}</h1><p class="error" role="alert">{message}</p></main></body></html>'
 )
-
-
-def host_allowed(host: str, patterns: Sequence[str]) -> bool:
-    """``host`` (a Host header: a name and an optional port) matches one of ``patterns``: an
-    exact ``name`` or ``name:port``, or ``name:*`` for that name with any port."""
-    host = host.lower()
-    name = _name(host)
-    for pattern in (p.lower() for p in patterns):
-        if pattern.endswith(":*") and name == pattern[:-2] and host != name:
-            return True
-        if host == pattern:
-            return True
-    return False
-
-
-def _name(host: str) -> str:
-    """The host without its port: ``[::1]:8787`` is ``[::1]``, ``a.example:443`` is
-    ``a.example``."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 class Shell:

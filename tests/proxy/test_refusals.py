@@ -383,3 +383,28 @@ def test_a_key_over_its_rate_limit_is_told_when_to_retry(
     assert int(response.headers["retry-after"]) >= 1
     assert response.json()["error"]["code"] == "rate_limited"
     assert len(double.received) == statuses.count(200)
+
+
+def test_a_local_server_without_keys_answers_only_to_its_own_names(
+    tmp_path: Path, upstream: tuple[Upstream, str]
+) -> None:
+    """With MEMORYROUTER_AUTH=none a call without a key acts with the local vault's: a page
+    on another name that resolves here (DNS rebinding) must not reach it, nor the provider."""
+    double, upstream_url = upstream
+    server = create_server(settings_for(tmp_path, upstream_url, auth="none"))
+    body = {"model": "m", "messages": [{"role": "user", "content": "what do you know?"}]}
+    with live_server(server.app, lifespan="on") as url:
+        forged = httpx2.post(
+            url + "/v1/chat/completions",
+            json=body,
+            headers={"Host": "attacker.example:8787", "Authorization": "Bearer sk-attacker"},
+        )
+        assert forged.status_code == 421
+        assert forged.json()["error"]["code"] == "misdirected_request"
+        assert "MEMORYROUTER_ALLOWED_HOSTS" in forged.json()["error"]["message"]
+        assert double.received == []
+        own = httpx2.post(
+            url + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer sk-1"}
+        )
+        assert own.status_code == 200, own.text
+        assert len(double.received) == 1
