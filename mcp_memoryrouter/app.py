@@ -166,7 +166,12 @@ class SharedState:
 
 def sealing_key(settings: Settings) -> Sealer:
     if settings.sealing_key:
-        return Sealer(settings.sealing_key.strip().encode())
+        try:
+            return Sealer(settings.sealing_key.strip().encode())
+        except ValueError as exc:
+            raise ConfigError(
+                "MEMORYROUTER_SEALING_KEY is not a Fernet key (32 url-safe base64-encoded bytes)"
+            ) from exc
     if settings.sealing_key_file:
         path = Path(settings.sealing_key_file)
         try:

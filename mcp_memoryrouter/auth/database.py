@@ -98,6 +98,9 @@ def postgres_ddl(schema: str, prefix: str) -> str:
     return schema.replace("{p}", prefix).replace(" REAL", " DOUBLE PRECISION")
 
 
+WAIT_SECONDS = 5.0  # the longest a connection, a checkout or a statement may take
+
+
 class PostgresPool:
     """A small connection pool to the shared database, for the authorization server's and
     the explorer's state (separate from the vault's pool: they are different layers)."""
@@ -106,11 +109,21 @@ class PostgresPool:
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
+        # These calls run on the event loop (each is one short statement on a healthy
+        # database): every wait is bounded, so a database that stops answering costs a
+        # request a few seconds and an error, never the replica.
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=pool_min,
             max_size=max(pool_min, pool_max, 1),
-            kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
+            timeout=WAIT_SECONDS,
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": None,
+                "row_factory": dict_row,
+                "connect_timeout": int(WAIT_SECONDS),
+                "options": f"-c statement_timeout={int(WAIT_SECONDS * 1000)}",
+            },
             open=True,
             check=ConnectionPool.check_connection,
         )

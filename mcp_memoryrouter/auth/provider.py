@@ -42,7 +42,7 @@ from mcp_memoryrouter.auth.clients import (
     is_metadata_url,
 )
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
-from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.sealing import SealedElsewhere, Sealer
 from mcp_memoryrouter.auth.signing import GRANT_CLAIM, TokenKeys
 from mcp_memoryrouter.auth.store import AuthStore, Grant, PendingRequest, digest
 from mcp_memoryrouter.auth.verifiers import GrantTokenVerifier, key_still_accepted
@@ -256,12 +256,15 @@ class EmbeddedProvider:
         refresh_token: GrantRefreshToken,
         scopes: list[str],
     ) -> OAuthToken:
+        grant = self.store.grant(refresh_token.grant_id)
+        assert grant is not None
+        key = self._sealer.unseal(grant.sealed_key)
+        if key is None:  # before anything is spent or revoked: the replicas' keys differ
+            raise SealedElsewhere
         if not self.store.use_refresh(refresh_token.token):
             self.store.revoke_grant(refresh_token.grant_id)
             raise TokenError("invalid_grant", "refresh token already used")
-        grant = self.store.grant(refresh_token.grant_id)
-        assert grant is not None
-        if not await key_still_accepted(self._vault, self._sealer.unseal(grant.sealed_key)):
+        if not await key_still_accepted(self._vault, key):
             self.store.revoke_grant(grant.id)
             raise TokenError(
                 "invalid_grant",

@@ -11,6 +11,17 @@ from mcp_memoryrouter.auth.keyfiles import read_or_create
 SEALING_KEY_FILE = "oauth-sealing.key"
 
 
+class SealedElsewhere(RuntimeError):
+    """Something this server must open was sealed under another sealing key: the replicas
+    do not share one (a server error to fix, never a reason to revoke or delete)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "a stored secret was sealed under another sealing key: give every replica the "
+            "same MEMORYROUTER_SEALING_KEY_FILE (or MEMORYROUTER_SEALING_KEY)"
+        )
+
+
 class Sealer:
     def __init__(self, key: bytes) -> None:
         self._fernet = Fernet(key)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_memoryrouter.auth.database import Database, PostgresPool, SqliteDatabase
-from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.sealing import SealedElsewhere, Sealer
 
 UI_DB_FILE = "ui.sqlite3"
 IDLE_SECONDS = 8 * 3600
@@ -120,9 +120,8 @@ class UiSessions:
         if now - row["last_seen"] >= TOUCH_SECONDS:
             self._db.run("UPDATE ui_sessions SET last_seen = ? WHERE digest = ?", now, digest)
         key = self._sealer.unseal(row["sealed_key"])
-        if key is None:  # sealed under a key this server no longer has
-            self.end(secret)
-            return None
+        if key is None:  # another replica's sealing key: an error here, the session stays
+            raise SealedElsewhere
         return UiSession(secret, row["vault_ref"], key, bool(row["read_only"]), row["csrf"])
 
     def show_once(self, secret: str, text: str) -> None:
@@ -141,10 +140,10 @@ class UiSessions:
             row = tx.one("SELECT shown_once FROM ui_sessions WHERE digest = ?", digest)
             if row is None or row["shown_once"] is None:
                 return None
-            taken = tx.run(
-                "UPDATE ui_sessions SET shown_once = NULL "
-                "WHERE digest = ? AND shown_once IS NOT NULL",
+            taken = tx.run(  # only the value read: one written meanwhile stays for later
+                "UPDATE ui_sessions SET shown_once = NULL WHERE digest = ? AND shown_once = ?",
                 digest,
+                row["shown_once"],
             )
             if taken != 1:  # another page took it first (it waited for our row lock)
                 return None

@@ -9,9 +9,11 @@ import pytest
 from cryptography.fernet import Fernet
 
 from mcp_memoryrouter.app import create_server
-from mcp_memoryrouter.auth.sealing import SEALING_KEY_FILE
+from mcp_memoryrouter.auth.sealing import SEALING_KEY_FILE, SealedElsewhere, Sealer
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
+from mcp_memoryrouter.ui.sessions import UiSessions
+from tests.auth.conftest import grant_tokens, oauth_server_at, refresh
 
 
 def test_a_missing_sealing_key_file_stops_the_server(tmp_path: Path) -> None:
@@ -37,3 +39,35 @@ def test_a_given_sealing_key_is_used_and_none_made(tmp_path: Path, how: str) -> 
     assert server.service is not None
     server.service.close()
     server.oauth.store.close()
+
+
+@pytest.mark.anyio
+async def test_a_replica_with_another_sealing_key_fails_loudly_and_revokes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A grant it cannot open is a server error on that replica: the refresh token is not
+    spent and the grant not revoked, so the person's connector keeps working where the key
+    is right."""
+    right, wrong = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    with oauth_server_at(tmp_path, sealing_key=right) as server:
+        client_id, tokens = await grant_tokens(server)
+    with oauth_server_at(tmp_path, sealing_key=wrong) as other:
+        answer = refresh(other, client_id, tokens["refresh_token"])
+        assert answer.status_code == 500
+        assert tokens["refresh_token"] not in answer.text
+    with oauth_server_at(tmp_path, sealing_key=right) as server:
+        answer = refresh(server, client_id, tokens["refresh_token"])
+        assert answer.status_code == 200, answer.text
+
+
+def test_an_explorer_session_sealed_elsewhere_is_an_error_and_stays(tmp_path: Path) -> None:
+    right, wrong = Sealer(Fernet.generate_key()), Sealer(Fernet.generate_key())
+    sessions = UiSessions.in_dir(tmp_path, right)
+    session = sessions.start("vr_x", "mk_secret", False, 1000.0)
+    elsewhere = UiSessions.in_dir(tmp_path, wrong)
+    with pytest.raises(SealedElsewhere, match="MEMORYROUTER_SEALING_KEY_FILE"):
+        elsewhere.find(session.secret, 1001.0)
+    found = sessions.find(session.secret, 1002.0)
+    assert found is not None and found.key == "mk_secret"
+    sessions.close()
+    elsewhere.close()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mcp_memoryrouter import schemas
+from mcp_memoryrouter.asgi import host_allowed
 from mcp_memoryrouter.ui import render
-from mcp_memoryrouter.ui.shell import host_allowed
 
 VIEWER = render.Viewer("vr_x", read_only=False, csrf="t")
 
