@@ -1,7 +1,7 @@
 """Retrieval quality on LoCoMo-10, through the public HTTP API.
 
     python bench/locomo.py ../shared/bench-data/locomo/locomo10.json [--embeddings local]
-        [--reflections observations] [--sessions] [--as-of]
+        [--reflections observations] [--sessions] [--as-of] [--database-url postgresql://…]
 
 The protocol of ``bench-data/README.md``: each conversation is one vault, each turn one raw
 memory ("<speaker>: <text>", dated with its session's date), ingested as a user would. Every
@@ -34,6 +34,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +46,7 @@ import httpx2
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import server, table
+from bench.vault import postgres_database
 
 TURN_KS = (1, 5, 10, 20, 50)
 SESSION_KS = (1, 3, 5, 10)
@@ -83,10 +86,10 @@ def evidence_ids(raw: list[str]) -> set[str]:
     return {part for item in raw for part in re.split(r"[;,\s]+", item) if part}
 
 
-def create_key(data_dir: Path) -> str:
+def create_key(data_dir: Path, store_env: dict[str, str]) -> str:
     created = subprocess.run(
         [sys.executable, "-m", "mcp_memoryrouter", "keys", "create", "--json"],
-        env={"MEMORYROUTER_DATA_DIR": str(data_dir), "PATH": ""},
+        env={"MEMORYROUTER_DATA_DIR": str(data_dir), "PATH": "", **store_env},
         capture_output=True,
         check=True,
         text=True,
@@ -247,10 +250,22 @@ def report(results: list[tuple[Question, dict[str, float]]], title: str) -> str:
     return f"{title}\n" + table(["metric", *columns], rows)
 
 
+@contextmanager
+def store_for(database_url: str | None) -> Iterator[dict[str, str]]:
+    """The server's store settings: the data directory's SQLite, or a fresh PostgreSQL
+    database made through ``database_url`` and dropped afterwards."""
+    if database_url is None:
+        yield {}
+        return
+    with postgres_database(database_url, 0) as url:
+        yield {"MEMORYROUTER_DATABASE_URL": url}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path)
     parser.add_argument("--embeddings", default="local", choices=["local", "none"])
+    parser.add_argument("--database-url", help="serve from PostgreSQL (a fresh database)")
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--reflections", default="none", choices=["none", "observations"])
     parser.add_argument(
@@ -267,9 +282,13 @@ def main() -> None:
         for item in json.loads(audit_path.read_text()):
             if item.get("correct_evidence"):
                 corrected[item["question_id"]] = evidence_ids(item["correct_evidence"])
-    with tempfile.TemporaryDirectory() as tmp:
-        keys = [create_key(Path(tmp)) for _ in data]
-        env = {"MEMORYROUTER_EMBEDDINGS": args.embeddings, "MEMORYROUTER_EMBED_THREADS": "2"}
+    with tempfile.TemporaryDirectory() as tmp, store_for(args.database_url) as store_env:
+        keys = [create_key(Path(tmp), store_env) for _ in data]
+        env = {
+            "MEMORYROUTER_EMBEDDINGS": args.embeddings,
+            "MEMORYROUTER_EMBED_THREADS": "2",
+            **store_env,
+        }
         with server(Path(tmp), env) as url, httpx2.Client(base_url=url, timeout=120) as http:
             started = time.perf_counter()
             maps = [
