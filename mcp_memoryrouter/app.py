@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio.to_thread
 import httpx2
 from fastapi import FastAPI
 from mcp.server import MCPServer
@@ -45,6 +46,8 @@ from mcp_memoryrouter.auth.keyfiles import read_or_create
 from mcp_memoryrouter.auth.keyring import KeyRing
 from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
+from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcSettings
+from mcp_memoryrouter.auth.pages import OIDC_CALLBACK_PATH, IdentityProvider
 from mcp_memoryrouter.auth.provider import Lifetimes
 from mcp_memoryrouter.auth.resource import ScopeChallenge, SingleAuthorization
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy, load_policy
@@ -75,6 +78,7 @@ from mcp_memoryrouter.vault.service import VaultService
 REQUEST_STATE_KEY_FILE = "mcp-request-state.key"
 
 INTERNAL_URL = "http://vault.internal"
+OIDC_TIMEOUT = 10.0  # seconds a call to the identity provider may take
 # A tool call rides out a 429 that asks for at most this many seconds; a longer wait is a
 # rate_limited tool error at once (the host is waiting, and the model can say when to retry).
 MCP_LONGEST_WAIT = 2.0
@@ -150,6 +154,7 @@ class SharedState:
     settings: Settings
     pool: PostgresPool | None = None
     _sealer: Sealer | None = None
+    service: VaultService | None = None  # the vault served here (new vaults are made in it)
 
     @property
     def sealer(self) -> Sealer:
@@ -227,6 +232,52 @@ def embedded_oauth(
         sealer=shared.sealer,
         store=store,
         signer=signer,
+        identity_provider=identity_provider(settings, shared.service),
+    )
+
+
+def identity_provider(settings: Settings, service: VaultService | None) -> IdentityProvider | None:
+    """``MEMORYROUTER_SIGNIN=oidc``: the operator's OpenID Provider, and a new vault in this
+    server's store for each person at their first sign-in."""
+    if settings.signin != "oidc":
+        return None
+    missing = [
+        name
+        for name, value in (
+            ("MEMORYROUTER_OIDC_ISSUER", settings.oidc_issuer),
+            ("MEMORYROUTER_OIDC_CLIENT_ID", settings.oidc_client_id),
+            ("MEMORYROUTER_OIDC_CLIENT_SECRET", settings.oidc_client_secret),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigError(f"MEMORYROUTER_SIGNIN=oidc needs {', '.join(missing)}")
+    if service is None:
+        raise ConfigError(
+            "MEMORYROUTER_SIGNIN=oidc makes a vault for each person in the store this server "
+            "serves: it cannot be used with MEMORYROUTER_API_URL"
+        )
+    assert settings.oidc_issuer and settings.oidc_client_id and settings.oidc_client_secret
+    oidc = OidcSettings(
+        issuer=settings.oidc_issuer,
+        client_id=settings.oidc_client_id,
+        client_secret=settings.oidc_client_secret,
+        redirect_uri=settings.base_url + OIDC_CALLBACK_PATH,
+        scopes=settings.oidc_scopes,
+    )
+    serving = service
+
+    async def provision(person: Identity) -> str:
+        name = (person.email or "signed in")[: limits.MAX_ID_CHARS]
+        key, _ = await anyio.to_thread.run_sync(lambda: serving.create_vault(name=name))
+        return str(key)
+
+    return IdentityProvider(
+        client=OidcClient(oidc, httpx2.AsyncClient(timeout=OIDC_TIMEOUT)),
+        name=settings.oidc_name or httpx2.URL(settings.oidc_issuer).host,
+        provision=provision,
+        allowed_domains=tuple(settings.oidc_allowed_domains),
+        allowed_emails=tuple(settings.oidc_allowed_emails),
     )
 
 
@@ -312,6 +363,7 @@ def _serve(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
     shared = shared_state(settings)
+    shared.service = service
     try:
         guarded = guard(settings, endpoint, client, policy, clock, shared)
         routes, oauth, closing = guarded.routes, guarded.oauth, guarded.closing

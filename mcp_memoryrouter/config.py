@@ -86,6 +86,16 @@ class Settings(BaseSettings):
     # a scrape needs Authorization: Bearer <token>; without one, only loopback clients
     metrics: Literal["on", "off"] = "on"
     metrics_token: str | None = None
+    # sign-in on the authorization server's pages (docs/auth.md): a memory key, or an
+    # OpenID Provider, whose people each get a vault of their own at their first sign-in
+    signin: Literal["key", "oidc"] = "key"
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
+    oidc_name: str | None = None  # what the sign-in button says (default: the issuer's host)
+    oidc_scopes: str = "openid email profile"
+    oidc_allowed_domains: list[str] = []  # verified email domains admitted (empty: anyone)
+    oidc_allowed_emails: list[str] = []  # verified email addresses admitted
     # the chat proxy (docs/proxy.md): provider routes with memory; off removes the routes
     proxy: Literal["on", "off"] = "on"
     upstream_openai_url: str = "https://api.openai.com/v1"  # any OpenAI-compatible base URL

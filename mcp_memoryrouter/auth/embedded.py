@@ -22,7 +22,13 @@ from starlette.routing import Route
 from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
 from mcp_memoryrouter.auth.keyring import KeyRing
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
-from mcp_memoryrouter.auth.pages import CONSENT_PATH, Pages
+from mcp_memoryrouter.auth.pages import (
+    CONSENT_PATH,
+    OIDC_CALLBACK_PATH,
+    OIDC_START_PATH,
+    IdentityProvider,
+    Pages,
+)
 from mcp_memoryrouter.auth.provider import (
     SIGN_IN_PATH,
     EmbeddedProvider,
@@ -52,9 +58,12 @@ class EmbeddedAuthServer:
     store: AuthStore
     routes: list[Route]
     _http: httpx2.AsyncClient
+    identity_provider: IdentityProvider | None = None
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        if self.identity_provider is not None:
+            await self.identity_provider.client.aclose()
         self.store.close()
 
 
@@ -95,6 +104,7 @@ def build_embedded(
     sealer: Sealer | None = None,
     store: AuthStore | None = None,
     signer: Signer | KeyRing | None = None,
+    identity_provider: IdentityProvider | None = None,
 ) -> EmbeddedAuthServer:
     """``server_name`` is what the pages call this server (default: the issuer's host). The
     sealing key, the state and the signing keys default to files in ``data_dir``; replicas
@@ -113,7 +123,7 @@ def build_embedded(
         store, signer, sealer, documents, verifier, vault, lifetimes=lifetimes, clock=clock
     )
     name = server_name or httpx2.URL(issuer).host
-    pages = Pages(provider, vault, policy.descriptions, name)
+    pages = Pages(provider, vault, policy.descriptions, name, identity_provider)
     authenticator = ClientAuthenticator(provider)
     registration = ClientRegistrationOptions(
         enabled=True, valid_scopes=list(ALL_SCOPES), default_scopes=list(ALL_SCOPES)
@@ -151,8 +161,12 @@ def build_embedded(
         ),
         Route(SIGN_IN_PATH, endpoint=pages.sign_in, methods=["GET"]),
         Route(SIGN_IN_PATH, endpoint=pages.sign_in_post, methods=["POST"]),
+        Route(OIDC_START_PATH, endpoint=pages.oidc_start, methods=["POST"]),
+        Route(OIDC_CALLBACK_PATH, endpoint=pages.oidc_callback, methods=["GET"]),
         Route(CONSENT_PATH, endpoint=pages.consent, methods=["GET"]),
         Route(CONSENT_PATH, endpoint=pages.consent_post, methods=["POST"]),
     ]
     routes = throttled(routes, Throttle(limits, lambda: int(clock() * 1000)))
-    return EmbeddedAuthServer(issuer, provider, verifier, signer, store, routes, http)
+    return EmbeddedAuthServer(
+        issuer, provider, verifier, signer, store, routes, http, identity_provider
+    )

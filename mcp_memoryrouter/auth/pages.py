@@ -15,7 +15,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from html import escape
 from typing import cast
 from urllib.parse import urlsplit
@@ -26,14 +26,39 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memoryrouter.auth.browser import SESSION_SECONDS, Cookies
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
+from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcRefused, admitted
 from mcp_memoryrouter.auth.provider import FLOW_PARAM, SIGN_IN_PATH, EmbeddedProvider
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, Scope, scopes_for_key
-from mcp_memoryrouter.auth.store import PendingRequest, Session, digest
+from mcp_memoryrouter.auth.sealing import SealedElsewhere
+from mcp_memoryrouter.auth.store import (
+    IdentityRow,
+    OidcLogin,
+    PendingRequest,
+    Session,
+    digest,
+)
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.schemas import KeyInfo
 
 CONSENT_PATH = "/oauth/consent"
+OIDC_START_PATH = "/oauth/oidc/start"
+OIDC_CALLBACK_PATH = "/oauth/oidc/callback"
+
+
+@dataclass(frozen=True)
+class IdentityProvider:
+    """Sign-in with an OpenID Provider: the relying party, the name the button shows, who
+    is admitted, and how a first sign-in gets its vault (a new vault's key, made by the
+    server that serves the vault)."""
+
+    client: OidcClient
+    name: str
+    provision: Callable[[Identity], Awaitable[str]]
+    allowed_domains: tuple[str, ...] = ()
+    allowed_emails: tuple[str, ...] = ()
+
+
 SECURITY_HEADERS = {
     # No form-action: browsers apply it to the redirect to the client's callback as well.
     "Content-Security-Policy": (
@@ -98,7 +123,11 @@ class Pages:
         vault: VaultClient,
         descriptions: dict[Scope, str],
         server_name: str,
+        identity_provider: IdentityProvider | None = None,
     ) -> None:
+        """``identity_provider``: people sign in with it instead of a memory key
+        (``MEMORYROUTER_SIGNIN=oidc``)."""
+        self._idp = identity_provider
         self._provider = provider
         self._store = provider.store
         self._vault = vault
@@ -213,6 +242,17 @@ class Pages:
             return exc
 
     def _sign_in_page(self, pending: PendingRequest, message: str | None = None) -> Response:
+        if self._idp is not None:
+            body = (
+                f"<p>{client_words(pending)} wants to use your memory vault on "
+                f"<strong>{self._server}</strong>.</p>"
+                f"{error_text(message)}"
+                f'<form method="post" action="{OIDC_START_PATH}">{hidden(pending)}'
+                f'<button type="submit">Continue with {escape(self._idp.name)}</button></form>'
+                '<p class="note">The first time, a memory vault of your own is made for you. '
+                f"This browser stays signed in for {SESSION_SECONDS // 86_400} days.</p>"
+            )
+            return page("Sign in", body, 200 if message is None else 400)
         body = (
             f"<p>{client_words(pending)} wants to use your memory vault on "
             f"<strong>{self._server}</strong>.</p>"
@@ -234,13 +274,19 @@ class Pages:
         pending, fields = await self._form(request)
         if pending is None:
             return refused()
+        if self._idp is not None:  # no memory key is ever typed here
+            return refused()
         key = (fields.get("memory_key") or [""])[0].strip()
         info = await self._check(key)
         if isinstance(info, MemoryRouterError):
             return self._sign_in_page(pending, UNREACHABLE)
         if info is None or not scopes_for_key(info.read_only, info.mode):
             return self._sign_in_page(pending, "That memory key was not accepted.")
-        signed_in = self._signed_in(pending, self._provider.seal(key), info)
+        return self._session_for(pending, self._provider.seal(key), info)
+
+    def _session_for(self, pending: PendingRequest, sealed: str, info: KeyInfo) -> Response:
+        """Signed in: the pending request bound to the key, and the browser remembered."""
+        signed_in = self._signed_in(pending, sealed, info)
         secret = secrets.token_urlsafe(32)
         assert signed_in.sealed_key is not None
         expires = self._provider.clock() + SESSION_SECONDS
@@ -249,6 +295,86 @@ class Pages:
         response = RedirectResponse(CONSENT_PATH, status_code=303)
         self._cookies.set_session(response, secret)
         return response
+
+    # sign-in with an identity provider -----------------------------------------------------
+
+    async def oidc_start(self, request: Request) -> Response:
+        pending, _ = await self._form(request)
+        if pending is None or self._idp is None:
+            return refused()
+        try:
+            started = await self._idp.client.start()
+        except OidcRefused as refusal:
+            return self._sign_in_page(pending, refusal.reason)
+        login = OidcLogin(pending.id, started.nonce, started.verifier, pending.expires_at)
+        self._store.save_oidc_login(started.state, login)
+        return RedirectResponse(started.url, status_code=303, headers={"Cache-Control": "no-store"})
+
+    async def oidc_callback(self, request: Request) -> Response:
+        """Where the identity provider sends the person back: the login this ``state`` names
+        must be this browser's pending request; then who they are, whether this server admits
+        them, and their vault (made at their first sign-in)."""
+        if self._idp is None:
+            return refused()
+        query = request.query_params
+        login = self._store.take_oidc_login(query.get("state", ""), self._provider.clock())
+        pending = self._pending(request)
+        if login is None or pending is None or pending.id != login.request_id:
+            return page(
+                "This sign-in cannot be finished",
+                "<p>It expired, was already used, or was started in another browser. Nothing "
+                "was shared. Start connecting again from your app.</p>",
+                status=400,
+            )
+        if "error" in query:
+            said = query.get("error_description") or query.get("error") or ""
+            return self._refusal(f"The identity provider did not sign you in: {said}", 403)
+        try:
+            person = await self._idp.client.identity(
+                query.get("code", ""), login.verifier, login.nonce
+            )
+        except OidcRefused as refusal:
+            return self._refusal(refusal.reason, refusal.status)
+        why = admitted(person, self._idp.allowed_domains, self._idp.allowed_emails)
+        if why is not None:
+            return self._refusal(why, 403)
+        try:
+            sealed, info = await self._vault_of(person)
+        except MemoryRouterError:
+            return self._sign_in_page(pending, UNREACHABLE)
+        if info is None:
+            return self._refusal(
+                "The key of your vault on this server was revoked, so it cannot be opened by "
+                "signing in. Ask the server's operator.",
+                403,
+            )
+        return self._session_for(pending, sealed, info)
+
+    async def _vault_of(self, person: Identity) -> tuple[str, KeyInfo | None]:
+        """The person's vault (sealed key, what it may do): made at their first sign-in."""
+        assert self._idp is not None
+        known = self._store.identity(person.issuer, person.subject)
+        if known is None:
+            new_key = await self._idp.provision(person)
+            made_info = await key_info_or_none(self._vault, new_key)
+            assert made_info is not None
+            made = IdentityRow(made_info.vault, self._provider.seal(new_key))
+            now = self._provider.clock()
+            known = self._store.save_identity(
+                person.issuer, person.subject, made, person.email, now
+            )
+        key = self._provider.unseal(known.sealed_key)
+        if key is None:
+            raise SealedElsewhere
+        return known.sealed_key, await key_info_or_none(self._vault, key)
+
+    def _refusal(self, reason: str, status: int) -> Response:
+        return page(
+            "Sign-in refused",
+            f"{error_text(reason)}<p>Nothing was shared with the app. Start connecting again "
+            "from your app.</p>",
+            status=status,
+        )
 
     # consent ------------------------------------------------------------------------------
 

@@ -64,6 +64,22 @@ CREATE TABLE IF NOT EXISTS {p}codes (
     expires_at REAL NOT NULL,
     used INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS {p}oidc_logins (
+    state TEXT PRIMARY KEY,
+    request_id TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    verifier TEXT NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {p}identities (
+    issuer TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    vault_ref TEXT NOT NULL,
+    sealed_key TEXT NOT NULL,
+    email TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (issuer, subject)
+);
 CREATE TABLE IF NOT EXISTS {p}refresh_tokens (
     digest TEXT PRIMARY KEY,
     grant_id TEXT NOT NULL REFERENCES {p}grants(id),
@@ -228,6 +244,7 @@ class AuthStore:
         self._run("DELETE FROM {p}codes WHERE expires_at <= ?", now)
         self._run("DELETE FROM {p}refresh_tokens WHERE expires_at <= ?", now)
         self._run("DELETE FROM {p}sessions WHERE expires_at <= ?", now)
+        self._run("DELETE FROM {p}oidc_logins WHERE expires_at <= ?", now)
 
     # browser sessions ---------------------------------------------------------------------
 
@@ -346,6 +363,78 @@ class AuthStore:
         """Mark a refresh token used (rotation); False when it already was (a reuse)."""
         sql = "UPDATE {p}refresh_tokens SET used = 1 WHERE digest = ? AND used = 0"
         return self._run(sql, digest(token)) == 1
+
+    # sign-in with an identity provider -----------------------------------------------------
+
+    def save_oidc_login(self, state: str, login: OidcLogin) -> None:
+        self._run(
+            "INSERT INTO {p}oidc_logins VALUES (?, ?, ?, ?, ?)",
+            digest(state),
+            login.request_id,
+            login.nonce,
+            login.verifier,
+            login.expires_at,
+        )
+
+    def take_oidc_login(self, state: str, now: float) -> OidcLogin | None:
+        """The sign-in this ``state`` names, once: a second callback with it finds nothing."""
+        key = digest(state)
+        with self._db.atomic() as tx:
+            row = tx.one("SELECT * FROM {p}oidc_logins WHERE state = ?", key)
+            if row is None or tx.run("DELETE FROM {p}oidc_logins WHERE state = ?", key) != 1:
+                return None
+        if row["expires_at"] <= now:
+            return None
+        return OidcLogin(row["request_id"], row["nonce"], row["verifier"], row["expires_at"])
+
+    def identity(self, issuer: str, subject: str) -> IdentityRow | None:
+        row = self._one(
+            "SELECT vault_ref, sealed_key FROM {p}identities WHERE issuer = ? AND subject = ?",
+            issuer,
+            subject,
+        )
+        return None if row is None else IdentityRow(row["vault_ref"], row["sealed_key"])
+
+    def save_identity(
+        self,
+        issuer: str,
+        subject: str,
+        found: IdentityRow,
+        email: str | None,
+        now: float,
+    ) -> IdentityRow:
+        """Bind the person to their vault; when two first sign-ins race (two replicas), the
+        first binding stands and is the one answered."""
+        self._run(
+            "INSERT INTO {p}identities VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (issuer, subject) DO NOTHING",
+            issuer,
+            subject,
+            found.vault_ref,
+            found.sealed_key,
+            email,
+            now,
+        )
+        stored = self.identity(issuer, subject)
+        assert stored is not None
+        return stored
+
+
+@dataclass(frozen=True)
+class OidcLogin:
+    """A sign-in sent to the identity provider: the pending request it is for, and the
+    nonce and PKCE verifier it must come back with."""
+
+    request_id: str
+    nonce: str
+    verifier: str
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class IdentityRow:
+    vault_ref: str
+    sealed_key: str  # the key of the vault made for this person at their first sign-in
 
 
 def _grant(row: Row) -> Grant:
