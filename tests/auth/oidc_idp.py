@@ -281,8 +281,10 @@ def running_idp(
     pkce_required: bool = True,
     id_token_ttl: int | None = None,
     issuer: str | None = None,
+    port: int = 0,
 ) -> Iterator[Idp]:
-    """An IdP with these clients and accounts, for the ``with`` block (skips if not installed)."""
+    """An IdP with these clients and accounts, for the ``with`` block (skips if not
+    installed); on ``port`` (0: any free one)."""
     if not idp_available():
         _unavailable()
     config = _config(
@@ -292,7 +294,7 @@ def running_idp(
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
         with out.open("wb") as stdout, err.open("wb") as stderr:
             process = subprocess.Popen(
-                [str(NODE), str(SCRIPT), "0"],
+                [str(NODE), str(SCRIPT), str(port)],
                 env={**os.environ, "OIDC_TEST_CONFIG": config},
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,

@@ -1,0 +1,119 @@
+"""Sign-in with a real, certified OpenID Provider (npm's oidc-provider on Node 22, on
+loopback): a connector's whole flow where the person signs in at the provider, never sees a
+memory key, and gets a vault of their own; two people get two vaults that see nothing of
+each other; the same person signing in again (another browser, another day) gets the same
+vault; a person outside the operator's allow-list is refused with a page that says so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+
+from tests.auth.conftest import (
+    REDIRECT_URI,
+    OAuthServer,
+    authorize_url,
+    call_mcp,
+    exchange,
+    oauth_server_at,
+    pkce,
+    read_form,
+    register,
+)
+from tests.auth.oidc_idp import Idp, running_idp
+from tests.support import free_port
+
+CLIENT = {"client_id": "memoryrouter", "client_secret": "a-long-client-secret-for-tests"}
+PEOPLE = {
+    "ada": {"sub": "248289761001", "email": "ada@example.org", "email_verified": True},
+    "bob": {"sub": "248289761002", "email": "bob@example.org", "email_verified": True},
+    "eve": {"sub": "248289761003", "email": "eve@evil.example", "email_verified": True},
+}
+
+
+@contextmanager
+def served(tmp_path: Path) -> Iterator[tuple[OAuthServer, Idp]]:
+    port = free_port()
+    with oauth_server_at(
+        tmp_path,
+        signin="oidc",
+        oidc_issuer=f"http://127.0.0.1:{port}",
+        oidc_client_id=CLIENT["client_id"],
+        oidc_client_secret=CLIENT["client_secret"],
+        oidc_name="Example ID",
+        oidc_allowed_domains=["example.org"],
+    ) as server:
+        callback = server.base + "/oauth/oidc/callback"
+        with running_idp([{**CLIENT, "redirect_uris": [callback]}], PEOPLE, port=port) as idp:
+            yield server, idp
+
+
+def connect(server: OAuthServer, idp: Idp, login: str) -> httpx2.Response | dict[str, Any]:
+    """A connector's flow in a fresh browser, signing in at the provider as ``login``: the
+    token response, or the page that refused."""
+    with httpx2.Client(timeout=30) as browser:
+        client_id = register(server)
+        verifier, challenge = pkce()
+        first = browser.get(authorize_url(server, client_id, challenge))
+        page = browser.get(first.headers["location"])
+        assert "Continue with Example ID" in page.text and "memory_key" not in page.text
+        started = browser.post(server.base + "/oauth/oidc/start", data=read_form(page.text).fields)
+        assert started.status_code == 303 and idp.owns(started.headers["location"])
+        back = idp.sign_in(browser, started.headers["location"], login)
+        answer = browser.get(back)
+        if answer.status_code != 303:
+            return answer
+        consent = browser.get(server.base + answer.headers["location"])
+        form = read_form(consent.text)
+        done = browser.post(
+            server.base + "/oauth/consent",
+            data={**form.fields, "scope": form.scopes, "decision": "allow"},
+        )
+        assert done.status_code == 303, done.text
+        assert done.headers["location"].startswith(REDIRECT_URI)
+        code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
+        tokens = exchange(server, client_id, code, verifier)
+        assert tokens.status_code == 200, tokens.text
+        body: dict[str, Any] = tokens.json()
+        return body
+
+
+def remembered(server: OAuthServer, token: str) -> str:
+    answer = call_mcp(server, token, "search_memories", query="teal")
+    assert answer.status_code == 200, answer.text
+    return answer.text
+
+
+def test_people_sign_in_at_their_provider_and_each_gets_one_vault(tmp_path: Path) -> None:
+    with served(tmp_path) as (server, idp):
+        vaults_before = server.service.vault_count()
+        ada = connect(server, idp, "ada")
+        assert isinstance(ada, dict)
+        stored = call_mcp(
+            server, ada["access_token"], "store_memory", content="Ada's favourite colour is teal."
+        )
+        assert stored.status_code == 200, stored.text
+        assert stored.json()["result"]["isError"] is False, stored.text
+        bob = connect(server, idp, "bob")
+        assert isinstance(bob, dict)
+        assert server.service.vault_count() == vaults_before + 2  # one each
+        assert "teal" not in remembered(server, bob["access_token"])  # bob sees nothing of ada's
+        again = connect(server, idp, "ada")  # another browser, the same person
+        assert isinstance(again, dict)
+        assert server.service.vault_count() == vaults_before + 2  # no third vault
+        assert "teal" in remembered(server, again["access_token"])
+
+
+def test_a_person_outside_the_allow_list_is_refused_and_gets_no_vault(tmp_path: Path) -> None:
+    with served(tmp_path) as (server, idp):
+        vaults_before = server.service.vault_count()
+        refused = connect(server, idp, "eve")
+        assert isinstance(refused, httpx2.Response)
+        assert refused.status_code == 403
+        assert "eve@evil.example may not sign in" in refused.text
+        assert server.service.vault_count() == vaults_before
