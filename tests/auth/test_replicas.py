@@ -10,9 +10,9 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ class Cluster:
     clock: Clock
     url: str  # the database
     data_dirs: list[Path]
+    stops: list[Callable[[], None]] = field(default_factory=list)  # stop replica i now
 
     @property
     def resource(self) -> str:
@@ -88,6 +89,7 @@ def cluster(url: str, folder: Path, replicas: int = 3, **settings: Any) -> Itera
     clock = Clock()
     with ExitStack() as stack:
         service = None
+        stops: list[Callable[[], None]] = []
         for i, sock in enumerate(socks):
             config = Settings(
                 data_dir=folder / f"replica{i}",
@@ -101,11 +103,13 @@ def cluster(url: str, folder: Path, replicas: int = 3, **settings: Any) -> Itera
             )
             server = create_server(config, clock=clock)
             service = service or server.service
-            stack.enter_context(serve(server.app, sock))
+            own = stack.enter_context(ExitStack())
+            own.enter_context(serve(server.app, sock))
+            stops.append(own.close)
         assert service is not None
         key, _ = service.create_vault()
         dirs = [folder / f"replica{i}" for i in range(replicas)]
-        yield Cluster(bases[0], bases, key, clock, url, dirs)
+        yield Cluster(bases[0], bases, key, clock, url, dirs, stops)
 
 
 @pytest.fixture
@@ -235,6 +239,24 @@ async def test_an_oauth_flow_spread_over_three_replicas(three: Cluster) -> None:
         kept = {p.name for p in folder.iterdir()}
         assert not kept & {"auth.sqlite3", "ui.sqlite3", "oauth-signing-key.json"}, kept
         assert "oauth-sealing.key" not in kept  # the shared file is used instead
+
+
+async def test_a_replica_stopped_mid_flow_leaves_the_flow_whole_on_the_others(
+    three: Cluster,
+) -> None:
+    a, b, c = three.bases
+    client_id = register(a)  # registered on A, which then goes away
+    three.stops[0]()
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(a + "/.well-known/oauth-authorization-server")
+    verifier, challenge = pkce()
+    code = await code_on(three, b, client_id, challenge)
+    issued = exchange(three, c, client_id, code, verifier)
+    assert issued.status_code == 200, issued.text
+    renewed = refresh(b, client_id, issued.json()["refresh_token"])
+    assert renewed.status_code == 200, renewed.text
+    for base in (b, c):
+        assert tools_list(base, renewed.json()["access_token"]) == 200
 
 
 async def test_a_code_redeemed_on_two_replicas_at_once_succeeds_once(three: Cluster) -> None:
