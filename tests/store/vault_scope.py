@@ -58,6 +58,24 @@ NOT_VAULT_DATA = {
     "memories_instances": "a temporary view of SQLite's FTS5 index the BM25 index loads from",
     "lexical_log": "a temporary table of the SQLite writer: rows its last commit changed",
     "rate_buckets": "PostgreSQL's shared rate-limit budgets, one per caller (a key, an address)",
+    # The authorization server's and the explorer's state, in the same database on
+    # PostgreSQL (auth/store.py, auth/keyring.py, ui/sessions.py): the store never reads
+    # them; a grant, an identity or a session names its vault by reference (vault_ref).
+    **{
+        f"oauth_{name}": "the embedded authorization server's state (not the store's)"
+        for name in (
+            "clients",
+            "requests",
+            "sessions",
+            "grants",
+            "codes",
+            "refresh_tokens",
+            "signing_keys",
+            "oidc_logins",
+            "identities",
+        )
+    },
+    "ui_sessions": "the explorer's browser sessions (not the store's)",
 }
 VAULT_DATA = set(VAULT_COLUMN) | set(BELONGS_TO)
 
