@@ -29,6 +29,8 @@ from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.ui.sessions import UiSessions
 from tests import pg
 from tests.auth.conftest import REDIRECT_URI, Browser, Clock, pkce, read_form, serve
+from tests.auth.oidc_idp import Idp, running_idp
+from tests.support import free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -372,3 +374,56 @@ def test_explorer_sessions_in_postgresql(three: Cluster) -> None:
         assert one.find(session.secret, 1020.0) is None
     finally:
         pool.close()
+
+
+def oidc_sign_in(c: Cluster, idp: Idp, login: str, at: str, back_at: str) -> dict[str, str]:
+    """A fresh browser signs in at the identity provider as ``login``: the sign-in page on
+    replica ``at``, the provider's callback (sent to the public URL) on ``back_at``, consent
+    there; what the pending request was bound to (vault, scopes)."""
+    with httpx2.Client(timeout=30) as browser:
+        client_id = register(at)
+        _, challenge = pkce()
+        first = browser.get(authorize_url(c, client_id, challenge).replace(c.public, at))
+        page = browser.get(at + first.headers["location"].removeprefix(c.public))
+        started = browser.post(at + "/oauth/oidc/start", data=read_form(page.text).fields)
+        callback = idp.sign_in(browser, started.headers["location"], login)
+        assert callback.startswith(c.public + "/oauth/oidc/callback")
+        back = browser.get(back_at + callback.removeprefix(c.public))  # the balancer's choice
+        assert back.status_code == 303, back.text
+        consent = browser.get(back_at + "/oauth/consent")
+        assert consent.status_code == 200
+        vault = consent.text.split("<code>", 1)[1].split("</code>", 1)[0]
+        return {"vault": vault}
+
+
+async def test_a_person_gets_one_vault_whichever_replicas_they_sign_in_on(
+    pg_url: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    with cluster(
+        pg_url,
+        tmp_path,
+        signin="oidc",
+        oidc_issuer=f"http://127.0.0.1:{port}",
+        oidc_client_id="memoryrouter",
+        oidc_client_secret="a-long-client-secret-for-tests",
+    ) as c:
+        client = {
+            "client_id": "memoryrouter",
+            "client_secret": "a-long-client-secret-for-tests",
+            "redirect_uris": [c.public + "/oauth/oidc/callback"],
+        }
+        people = {
+            "ada": {"sub": "ada-1", "email": "ada@example.org", "email_verified": True},
+            "bob": {"sub": "bob-1", "email": "bob@example.org", "email_verified": True},
+        }
+        a, b, third = c.bases
+        with running_idp([client], people, port=port) as idp:
+            first = oidc_sign_in(c, idp, "ada", at=a, back_at=b)
+            again = oidc_sign_in(c, idp, "ada", at=third, back_at=a)
+            other = oidc_sign_in(c, idp, "bob", at=b, back_at=third)
+        assert first["vault"] == again["vault"]  # the same vault, from any replica
+        assert other["vault"] != first["vault"]  # another person, another vault
+        with psycopg.connect(c.url) as conn:
+            bound = conn.execute("SELECT count(*) FROM oauth_identities").fetchone()
+        assert bound == (2,)
