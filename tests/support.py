@@ -184,3 +184,16 @@ def live_server(app: ASGIApp, *, lifespan: Literal["on", "off"] = "off") -> Iter
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+# Debian's chromium, driven by Playwright (which never downloads a browser of its own here)
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]

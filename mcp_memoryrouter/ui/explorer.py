@@ -589,16 +589,6 @@ class Explorer:
         refused = _selection_problem(ids, _viewer(session), back)
         if refused is not None:
             return refused
-        if not ids:
-            return html(
-                render.problem(
-                    "Nothing selected",
-                    "Tick the memories to delete first.",
-                    _viewer(session),
-                    back=back,
-                ),
-                400,
-            )
         derived = (form.get("derived") or ["no"])[0] == "yes"
         done = await self._client(session).delete_ids(
             schemas.DeleteIdsRequest(ids=ids, derived=derived)

@@ -7,7 +7,7 @@ script are served by the explorer itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from html import escape
@@ -464,14 +464,15 @@ def search_page(
     )
     results = ""
     if rows is not None:
-        back = url("/search", **query_of(f))
-        results = (
-            f'<section aria-labelledby="results-h"><h2 id="results-h">{len(rows)} '
-            f"result{'s' if len(rows) != 1 else ''}</h2>"
-            + (f'<p class="note">{esc(note)}</p>' if note else "")
-            + memory_list(rows, viewer, empty="Nothing matches.", label="Results", back=back)
-            + (f'<p><a href="{esc(more)}">More results</a></p>' if more else "")
-            + "</section>"
+        results = results_section(
+            _count(len(rows), "result", "results"),
+            note,
+            rows,
+            viewer,
+            empty="Nothing matches.",
+            label="Results",
+            back=url("/search", **query_of(f)),
+            link=f'<a href="{esc(more)}">More results</a>' if more else "",
         )
     return page("Search", form + results, viewer, current="/search", error=error, notice=notice)
 
@@ -492,27 +493,43 @@ def timeline_page(
     )
     results = ""
     if result is not None:
-        back = url("/timeline", **query_of(f))
         window = (
             f"This page: {day(result.returned.from_)} to {day(result.returned.to)}"
             if result.memories
             else ""
         )
-        results = (
-            f'<section aria-labelledby="page-h"><h2 id="page-h">{len(result.memories)} '
-            f"memor{'ies' if len(result.memories) != 1 else 'y'}</h2>"
-            + (f'<p class="note">{esc(window)}</p>' if window else "")
-            + memory_list(
-                result.memories,
-                viewer,
-                empty="Nothing in this window.",
-                label="Memories",
-                back=back,
-            )
-            + (f'<p><a rel="next" href="{esc(next_page)}">Next page</a></p>' if next_page else "")
-            + "</section>"
+        results = results_section(
+            _count(len(result.memories), "memory", "memories"),
+            window,
+            result.memories,
+            viewer,
+            empty="Nothing in this window.",
+            label="Memories",
+            back=url("/timeline", **query_of(f)),
+            link=f'<a rel="next" href="{esc(next_page)}">Next page</a>' if next_page else "",
         )
     return page("Timeline", form + results, viewer, current="/timeline", error=error, notice=notice)
+
+
+def results_section(
+    heading: str,
+    note: str,
+    rows: Sequence[schemas.MemoryRow],
+    viewer: Viewer,
+    *,
+    empty: str,
+    label: str,
+    back: str,
+    link: str,
+) -> str:
+    """A page of rows under its count, with a note and a link to more (search, timeline)."""
+    return (
+        f'<section aria-labelledby="results-h"><h2 id="results-h">{esc(heading)}</h2>'
+        + (f'<p class="note">{esc(note)}</p>' if note else "")
+        + memory_list(rows, viewer, empty=empty, label=label, back=back)
+        + (f"<p>{link}</p>" if link else "")
+        + "</section>"
+    )
 
 
 def query_of(f: Filters) -> dict[str, object]:
@@ -764,7 +781,3 @@ def tidy_page(
 def problem(title: str, message: str, viewer: Viewer | None, *, back: str | None = None) -> str:
     link = f'<p><a href="{esc(back)}">Go back</a></p>' if back else ""
     return page(title, f'<p class="error" role="alert">{esc(message)}</p>{link}', viewer)
-
-
-def join(parts: Iterable[str]) -> str:
-    return "".join(parts)

@@ -25,8 +25,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route as StarletteRoute
 
 from tests.auth.conftest import REDIRECT_URI, OAuthServer, call_mcp, pkce, serve
-from tests.auth.test_browser import ARGS, CHROMIUM
 from tests.auth.test_sdk_flow import MemoryStorage, ok
+from tests.support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [
     pytest.mark.anyio,
@@ -37,7 +37,9 @@ pytestmark = [
 @pytest.fixture
 async def chromium() -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = await playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+        )
         try:
             yield browser
         finally:
