@@ -89,12 +89,8 @@ def open_store(data_dir: Path, database_url: str | None) -> SQLiteStore | Postgr
     if database_url is None:
         return SQLiteStore(data_dir / "vault.sqlite3")
     with psycopg.connect(database_url, autocommit=True) as conn:  # bench only: start empty
-        tables = [
-            r[0]
-            for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        ]
-        for table_name in tables:
-            conn.execute(f'DROP TABLE "{table_name}" CASCADE')
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
     return PostgresStore(database_url)
 
 
@@ -125,12 +121,15 @@ def fill(data_dir: Path, size: int, database_url: str | None = None, pool: int =
                 "INSERT INTO embed_queue (seq, model) SELECT seq, %s FROM memories",
                 (model.model_id,),
             )
-            conn.execute("ANALYZE memories")  # what autovacuum does after a bulk load
+            conn.execute("ANALYZE memories")
     done = 0
     while pending := store.take_embed_batch(model.model_id, 5000):
         rows = np.stack([vectors[(done + n) % len(vectors)] for n in range(len(pending))])
         store.put_vectors(model.model_id, pending, rows)
         done += len(pending)
+    if isinstance(store, PostgresStore):
+        with psycopg.connect(store.url, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")  # what autovacuum does after a bulk load
     store.close()
     return key
 

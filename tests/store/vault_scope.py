@@ -38,7 +38,10 @@ VAULT_COLUMN = {
     "batches": "vault_id",
     "lineage": "vault_id",
     "usage_events": "vault_id",
+    "postings": "vault_id",
 }
+# Tables only the PostgreSQL store has (SQLite's BM25 index lives in memory, over FTS5).
+POSTGRES_ONLY = {"postings"}
 # Tables of vault data without a vault column: (column, parent table, parent key) pairs, each
 # naming the row (of a table in VAULT_COLUMN) whose vault a row belongs to.
 BELONGS_TO = {

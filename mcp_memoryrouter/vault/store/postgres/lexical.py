@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from mcp_memoryrouter.vault.search.ranking import COMMON_SHARE, PRUNE_FROM_ROWS, prune_common
 from mcp_memoryrouter.vault.store.postgres.connection import Conn
 
+# The text search configuration of the ``tsv`` column (migration 0005): English stems, no
+# stop words dropped.
+TEXT_SEARCH = "memoryrouter"
 STATS_TTL_S = 60.0
 SAMPLE_ROWS = 2_000
 _MAX_CACHED_WORDS = 50_000
@@ -37,9 +40,10 @@ _SAMPLE = (
     "ORDER BY date_from DESC, seq DESC LIMIT %s) AS s, unnest(tsvector_to_array(s.tsv)) AS u "
     "GROUP BY u HAVING count(*) >= %s"
 )
-# The lexemes of each word under the configuration of the ``tsv`` column; a stop word has none.
+# The lexemes of each word under the configuration of the ``tsv`` column (none for a word of
+# punctuation alone).
 _LEXEMES = (
-    "SELECT w, array(SELECT lexeme FROM unnest(to_tsvector('english', w))) "
+    f"SELECT w, array(SELECT lexeme FROM unnest(to_tsvector('{TEXT_SEARCH}', w))) "
     "FROM unnest(%s::text[]) AS w"
 )
 
@@ -62,7 +66,7 @@ class CommonTerms:
         self._vaults: dict[str, _Statistics] = {}
 
     def searchable(self, conn: Conn, vault_id: str, terms: Sequence[str]) -> list[str]:
-        """``terms`` without stop words and without words too common in the vault to rank
+        """``terms`` without words that have no lexeme or are too common in the vault to rank
         anything (all but the rarest when every word is common), in their order."""
         lexemes = self._lexemes_of(conn, terms)
         words = [t for t in terms if lexemes[t]]
@@ -70,6 +74,12 @@ class CommonTerms:
         # A word that splits into several lexemes (``e-mail``) is as selective as its rarest.
         doc_freq = {t: min(stats.doc_freq.get(x, 0) for x in lexemes[t]) for t in words}
         return prune_common(words, doc_freq, stats.rows)
+
+    def lexemes(self, conn: Conn, vault_id: str, terms: Sequence[str]) -> list[str]:
+        """The lexemes of the searchable ``terms``, one entry per word that gives it (a lexeme
+        two words give counts twice, as a token does in FTS5)."""
+        lexemes = self._lexemes_of(conn, terms)
+        return [x for t in self.searchable(conn, vault_id, terms) for x in lexemes[t]]
 
     def _lexemes_of(self, conn: Conn, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:

@@ -20,8 +20,9 @@ def _scripts() -> list[tuple[int, str, str]]:
     ]
 
 
-def migrate(url: str) -> int:
-    """Apply every script newer than the recorded version; return the schema version."""
+def migrate(url: str, until: int | None = None) -> int:
+    """Apply every script newer than the recorded version (up to ``until`` when given: an
+    upgrade test's older schema); return the schema version."""
     with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
         try:
@@ -32,7 +33,7 @@ def migrate(url: str) -> int:
             row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
             current = int(row[0]) if row else 0
             for version, name, script in _scripts():
-                if version <= current:
+                if version <= current or (until is not None and version > until):
                     continue
                 with conn.transaction():
                     conn.execute(script.encode())

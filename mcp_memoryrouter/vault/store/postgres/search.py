@@ -1,12 +1,14 @@
-"""Lexical search on PostgreSQL (the generated ``tsv`` column, ranked by ``ts_rank_cd``), and
+"""Lexical search on PostgreSQL (BM25 over the postings of the ``tsv`` column's lexemes), and
 the search filter as SQL, which the vector search shares (its in-memory twin on SQLite is
 ``search/rowtable.py``; the store tests run both)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
+from mcp_memoryrouter.vault.search.lexical import BM25, Bm25
 from mcp_memoryrouter.vault.store.postgres.connection import Conn
 from mcp_memoryrouter.vault.store.postgres.lexical import CommonTerms
 from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
@@ -31,6 +33,35 @@ def filter_sql(where: SearchFilter) -> tuple[str, list[object]]:
     return sql, params
 
 
+# BM25 over the vault's postings (migration 0005), with the SQLite store's parameters and
+# FTS5's expression and order of operations (search/lexical.py). ``w``: each searched lexeme's
+# IDF from its exact document frequency in the vault (floored at 1e-6, as FTS5 does), times how
+# many query words gave it; ``s``: each memory's score, summed over the postings of those
+# lexemes alone, read from the primary key (an index-only scan), never from memories' rows.
+_BM25 = """
+WITH n AS (
+    SELECT greatest(v.n1 + v.n2 + v.n3, 1)::float8 AS total,
+           greatest(v.lexemes, 1)::float8 / greatest(v.n1 + v.n2 + v.n3, 1) AS average
+    FROM vaults v WHERE v.id = %s
+), w AS (
+    SELECT q.lexeme, q.times * CASE WHEN n.total - f.df > f.df
+        THEN ln((n.total - f.df + 0.5) / (f.df + 0.5)) ELSE 1e-6 END AS idf
+    FROM n, unnest(%s::text[], %s::integer[]) AS q (lexeme, times),
+    LATERAL (SELECT count(*)::float8 AS df FROM postings c
+             WHERE c.vault_id = %s AND c.lexeme = q.lexeme) f
+), s AS (
+    SELECT p.seq, sum(w.idf * ((p.tf * (%s + 1.0)) / (p.tf + %s * (1 - %s
+        + %s * p.dl / n.average)))) AS score
+    FROM n, w JOIN postings p ON p.vault_id = %s AND p.lexeme = w.lexeme
+    GROUP BY p.seq{early}
+)
+SELECT {columns}, s.score, m.seq FROM s JOIN memories m ON m.seq = s.seq
+WHERE m.vault_id = %s{conditions} ORDER BY s.score DESC, m.seq LIMIT %s
+"""
+# Without a filter the best ``limit`` are known before a memory is read.
+_EARLY = " ORDER BY score DESC, p.seq LIMIT %s"
+
+
 def search_lexical(
     conn: Conn,
     common: CommonTerms,
@@ -38,18 +69,22 @@ def search_lexical(
     terms: Sequence[str],
     limit: int,
     where: SearchFilter,
+    params: Bm25 = BM25,
 ) -> list[ScoredMemory]:
-    words = common.searchable(conn, vault_id, terms)
-    if not words:
+    lexemes = common.lexemes(conn, vault_id, terms)
+    if not lexemes:
         return []
-    conditions, params = filter_sql(where)
-    # Any of the words, like the SQLite store's query; websearch_to_tsquery never fails on
-    # user text. ts_rank_cd is "higher is better", as the fusion expects.
+    conditions, values = filter_sql(where)
+    times = Counter(lexemes)
+    early = [] if conditions else [limit]
     rows = conn.execute(
-        f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.tsv, q) AS rank, m.seq "
-        "FROM memories m, websearch_to_tsquery('english', %s) q "
-        f"WHERE m.tsv @@ q AND m.vault_id = %s{conditions} "
-        "ORDER BY rank DESC, m.seq LIMIT %s",
-        [" or ".join(words), vault_id, *params, limit],
+        _BM25.format(
+            early="" if conditions else _EARLY, columns=MEMORY_COLUMNS, conditions=conditions
+        ),
+        [
+            *(vault_id, list(times), list(times.values()), vault_id),
+            *(params.k1, params.k1, params.b, params.b, vault_id, *early),
+            *(vault_id, *values, limit),
+        ],
     ).fetchall()
     return [ScoredMemory(memory_from_row(r, r[11]), float(r[10])) for r in rows]
