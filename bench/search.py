@@ -7,7 +7,8 @@ Search: a real ``mcp-memoryrouter serve`` process with the ``local`` embedder an
 texts takes ~30 minutes on 2 cores, so the stored vectors are drawn from 2,000 real MiniLM
 embeddings of the bench sentences (search cost depends on how many vectors there are, not
 on their values); every query is embedded for real. With ``--database-url`` (a database of
-its own: the bench empties it) the vault and the server use PostgreSQL instead of SQLite.
+its own: the bench empties it) the same sizes run on SQLite and then on PostgreSQL, printed
+side by side with their ratio.
 Ingest: 2,000 memories through the API with ``none`` and with ``local``: how fast ingest is
 acknowledged, and how fast the background worker makes them searchable by meaning.
 """
@@ -28,7 +29,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import p50, p95, server, table, timed
+from bench.common import code_version, p50, p95, server, table, timed
 from mcp_memoryrouter.vault.search.embeddings import LocalMiniLM
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
@@ -189,11 +190,31 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument(
-        "--database-url", help="search on PostgreSQL (a database the bench may empty); skips ingest"
+        "--database-url",
+        help="search on PostgreSQL (a database the bench may empty) beside SQLite; skips ingest",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    runs = {size: search_latency(size, args.samples, args.database_url) for size in sizes}
+    runs = {size: search_latency(size, args.samples, None) for size in sizes}
+    if args.database_url:
+        # the same sizes on PostgreSQL, in the same run: the figures side by side
+        on_pg = {size: search_latency(size, args.samples, args.database_url) for size in sizes}
+        print(
+            table(
+                ["memories", "SQLite p50 / p95 ms", "PostgreSQL p50 / p95 ms", "p50 ratio"],
+                [
+                    [
+                        f"{size // 1000}k",
+                        f"{p50(runs[size]):.1f} / {p95(runs[size]):.1f}",
+                        f"{p50(on_pg[size]):.1f} / {p95(on_pg[size]):.1f}",
+                        f"{p50(on_pg[size]) / p50(runs[size]):.2f}",
+                    ]
+                    for size in sizes
+                ],
+            )
+        )
+        print(f"code {code_version()}")
+        return
     rows = [[f"{size // 1000}k", f"{p50(v):.1f}", f"{p95(v):.1f}"] for size, v in runs.items()]
     print(table(["memories", "search p50 ms", "search p95 ms"], rows))
     print(

@@ -133,24 +133,27 @@ def search(
         return []
     distance = f"(v.vec::{cast}) <=> %s::{cast}"
     if count < exact_max:
-        # Exact: score every filtered row. OFFSET 0 fences the subquery so the ORDER BY can
-        # not be served by the approximate index.
-        statement = (
-            f"SELECT * FROM (SELECT {MEMORY_COLUMNS}, {distance} AS dist, m.seq {scope} "
-            "OFFSET 0) s ORDER BY dist, id LIMIT %s"
-        )
-    else:
-        # The filter is broad: the approximate index is the path, chosen here rather than
-        # left to cost estimates that favour a full scan and sort on smaller tables.
-        conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        conn.execute("SET LOCAL enable_seqscan = off")
-        conn.execute("SET LOCAL enable_bitmapscan = off")
-        conn.execute("SET LOCAL enable_sort = off")
-        statement = (
-            f"SELECT {MEMORY_COLUMNS}, {distance} AS dist, m.seq {scope} ORDER BY dist LIMIT %s"
-        )
-    rows = conn.execute(statement, [vector_literal(query.vector), vault_id, *params, k]).fetchall()
+        # Exact: score every filtered row, carrying only its seq and id to the sort (the
+        # memories' columns are read for the best k alone: 20 -> 13 ms at 10k). OFFSET 0
+        # fences the subquery so the ORDER BY can not be served by the approximate index.
+        rows = conn.execute(
+            f"SELECT {MEMORY_COLUMNS}, d.dist, m.seq FROM (SELECT * FROM (SELECT v.seq, "
+            f"m.id, {distance} AS dist {scope} OFFSET 0) s ORDER BY dist, id LIMIT %s) d "
+            "JOIN memories m ON m.seq = d.seq AND m.vault_id = %s ORDER BY d.dist, m.id",
+            [vector_literal(query.vector), vault_id, *params, k, vault_id],
+        ).fetchall()
+        return [ScoredMemory(memory_from_row(r, r[11]), 1.0 - float(r[10])) for r in rows]
+    # The filter is broad: the approximate index is the path, chosen here rather than
+    # left to cost estimates that favour a full scan and sort on smaller tables.
+    conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
+    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    conn.execute("SET LOCAL enable_seqscan = off")
+    conn.execute("SET LOCAL enable_bitmapscan = off")
+    conn.execute("SET LOCAL enable_sort = off")
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS}, {distance} AS dist, m.seq {scope} ORDER BY dist LIMIT %s",
+        [vector_literal(query.vector), vault_id, *params, k],
+    ).fetchall()
     hits = [ScoredMemory(memory_from_row(r, r[11]), 1.0 - float(r[10])) for r in rows]
     return sorted(hits, key=lambda h: -(h.score or 0.0))
 
