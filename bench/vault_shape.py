@@ -45,7 +45,8 @@ from tests.store.vault_scope import DATA, kind, problems, shape
 from tests.store.workload import OPERATOR, Embedder, Workload, exercise
 from tests.support import Vault, make_vault
 
-# The tables of a vault's data, then the rest a store keeps (SQLite's lexical index).
+# The tables of a vault's data, then the rest a store keeps (the lexical index: SQLite's FTS5
+# tables, PostgreSQL's postings).
 TABLES = [
     "vaults",
     "keys",
@@ -114,7 +115,8 @@ def sizes(vault: Vault) -> dict[str, tuple[int, int]]:
                 rows, total = found.get(table, (-1, 0))  # the index has no rows of its own
                 found[table] = (rows, total + int(size))
         return found
-    for name in TABLES:
+    found["postings"] = (int(vault.sql("SELECT count(*) FROM postings")[0][0]), 0)
+    for name in found:
         (size,) = vault.sql(f"SELECT pg_relation_size('{name}') + pg_indexes_size('{name}')")[0]
         found[name] = (found[name][0], int(size))
     return found

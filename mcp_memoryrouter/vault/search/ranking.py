@@ -19,7 +19,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # vault's memories (FTS5 and our index floor it at 1e-6): such a term cannot rank anything,
 # yet searching it scores half the vault. Rarer terms still carry signal: pruning from 10% of
 # the memories instead cost 0.3-0.4 points on every LoCoMo figure of a consolidated vault on
-# SQLite, and 1.3 points of turn R@10 on PostgreSQL, whose ts_rank_cd has no IDF at all.
+# SQLite, and 1.3 points of turn R@10 on PostgreSQL when it ranked with ts_rank_cd (no IDF).
 # Every figure is the searched vault's own: another vault's memories never decide what is
 # searched here.
 COMMON_SHARE = 0.5
