@@ -12,6 +12,7 @@ is no local vault: /mcp proxies to that API over the network.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 import secrets
@@ -23,6 +24,8 @@ from pathlib import Path
 
 import anyio.to_thread
 import httpx2
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from fastapi import FastAPI
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -170,22 +173,33 @@ class SharedState:
 
 
 def sealing_key(settings: Settings) -> Sealer:
+    shared = shared_sealing_key(settings)
+    return Sealer.in_dir(settings.data_dir) if shared is None else Sealer(shared)
+
+
+def shared_sealing_key(settings: Settings) -> bytes | None:
+    """The sealing key every replica is given (MEMORYROUTER_SEALING_KEY, or the file
+    MEMORYROUTER_SEALING_KEY_FILE names), checked; None when neither is set."""
     if settings.sealing_key:
-        try:
-            return Sealer(settings.sealing_key.strip().encode())
-        except ValueError as exc:
-            raise ConfigError(
-                "MEMORYROUTER_SEALING_KEY is not a Fernet key (32 url-safe base64-encoded bytes)"
-            ) from exc
-    if settings.sealing_key_file:
+        key, where = settings.sealing_key.strip().encode(), "MEMORYROUTER_SEALING_KEY"
+    elif settings.sealing_key_file:
         path = Path(settings.sealing_key_file)
         try:
-            return Sealer(path.read_bytes().strip())
-        except (OSError, ValueError) as exc:
+            key = path.read_bytes().strip()
+        except OSError as exc:
             raise ConfigError(
                 f"MEMORYROUTER_SEALING_KEY_FILE {path}: not a readable Fernet key ({exc})"
             ) from exc
-    return Sealer.in_dir(settings.data_dir)
+        where = f"MEMORYROUTER_SEALING_KEY_FILE {path}"
+    else:
+        return None
+    try:
+        Sealer(key)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{where} is not a Fernet key (32 url-safe base64-encoded bytes)"
+        ) from exc
+    return key
 
 
 def shared_state(settings: Settings) -> SharedState:
@@ -551,10 +565,19 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
 
 
 def request_state_key(settings: Settings) -> bytes:
-    """The key sealing what a multi-round MCP call keeps between rounds, in the data
-    directory (0600): a restart keeps calls in flight going, and replicas that share the
-    file can carry each other's rounds."""
+    """The key sealing what a multi-round MCP call keeps between rounds: derived from the
+    sealing key replicas share when one is given (so any replica carries any round, with no
+    second secret to distribute), else kept in the data directory (0600). Either way a
+    restart keeps calls in flight going."""
+    shared = shared_sealing_key(settings)
+    if shared is not None:
+        derived = HKDF(hashes.SHA256(), 32, salt=None, info=_REQUEST_STATE_INFO).derive(shared)
+        return base64.urlsafe_b64encode(derived)
     return read_or_create(settings.data_dir / REQUEST_STATE_KEY_FILE, _new_secret).strip()
+
+
+# Domain separation: the derived key is never the sealing key, nor usable as it.
+_REQUEST_STATE_INFO = b"mcp-memoryrouter mcp request state v1"
 
 
 def _new_secret() -> bytes:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
+from mcp.server.request_state import RequestStateSecurity
 
-from mcp_memoryrouter.app import create_server
+from mcp_memoryrouter.app import REQUEST_STATE_KEY_FILE, create_server, request_state_key
 from mcp_memoryrouter.auth.sealing import SEALING_KEY_FILE, SealedElsewhere, Sealer
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
@@ -71,3 +72,31 @@ def test_an_explorer_session_sealed_elsewhere_is_an_error_and_stays(tmp_path: Pa
     assert found is not None and found.key == "mk_secret"
     sessions.close()
     elsewhere.close()
+
+
+@pytest.mark.parametrize("how", ["file", "value"])
+def test_replicas_given_one_sealing_key_share_the_mcp_request_state_key(
+    tmp_path: Path, how: str
+) -> None:
+    """A multi-round MCP call's state, sealed on one replica, opens on another: the key is
+    derived from the sealing key they share (and is not that key); without one, each data
+    directory keeps its own."""
+    key = Fernet.generate_key()
+    path = tmp_path / "sealing.key"
+    path.write_bytes(key + b"\n")
+    given = {"sealing_key_file": path} if how == "file" else {"sealing_key": key.decode()}
+    a = request_state_key(Settings(data_dir=tmp_path / "a", **given))
+    b = request_state_key(Settings(data_dir=tmp_path / "b", **given))
+    assert a == b and key not in a
+    assert not (tmp_path / "a" / REQUEST_STATE_KEY_FILE).exists()
+    other = request_state_key(
+        Settings(data_dir=tmp_path / "a", sealing_key=Fernet.generate_key().decode())
+    )
+    assert other != a
+    alone_a = request_state_key(Settings(data_dir=tmp_path / "c"))
+    alone_b = request_state_key(Settings(data_dir=tmp_path / "d"))
+    assert alone_a != alone_b and alone_a != a
+    assert request_state_key(Settings(data_dir=tmp_path / "c")) == alone_a  # kept on restart
+    # what the SDK seals with one replica's key, the other opens
+    sealed = RequestStateSecurity(keys=[a]).codec.seal(b"round 2")
+    assert RequestStateSecurity(keys=[b]).codec.unseal(sealed) == b"round 2"
