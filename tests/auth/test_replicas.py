@@ -8,13 +8,18 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import psycopg
@@ -259,6 +264,90 @@ async def test_a_replica_stopped_mid_flow_leaves_the_flow_whole_on_the_others(
     assert renewed.status_code == 200, renewed.text
     for base in (b, c):
         assert tools_list(base, renewed.json()["access_token"]) == 200
+
+
+@contextmanager
+def replica_process(c: Cluster, folder: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """One more replica, ``mcp-memoryrouter serve`` in a process of its own (one that can be
+    killed), configured as the others: the database, the sealing key file, the public URL."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "MEMORYROUTER_DATA_DIR": str(folder / "killed"),
+        "MEMORYROUTER_DATABASE_URL": c.url,
+        "MEMORYROUTER_SEALING_KEY_FILE": str(folder / "sealing.key"),
+        "MEMORYROUTER_PUBLIC_URL": c.public,
+        "MEMORYROUTER_EMBEDDINGS": "none",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx2.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx2.TransportError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("the replica process did not start within 60 s")
+            time.sleep(0.1)
+        yield base, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+
+
+async def test_a_replica_killed_mid_sign_in_leaves_the_flow_whole_on_the_others(
+    three: Cluster, tmp_path: Path
+) -> None:
+    """SIGKILL between two steps of one person's sign-in: the client was registered, the
+    request authorized and the sign-in page served by the replica that dies; the person
+    signs in on B, consents on C, and the connector gets and uses its tokens elsewhere."""
+    _, b, c = three.bases
+    browser = RoutedBrowser(three.key)
+    browser.public = three.public
+    try:
+        with replica_process(three, tmp_path) as (doomed, process):
+            client_id = register(doomed)
+            verifier, challenge = pkce()
+            browser.to = doomed
+            started = await browser.get(authorize_url(three, client_id, challenge))
+            assert started.status_code == 302, started.text
+            sign_in = await browser.get(started.headers["location"])
+            assert sign_in.status_code == 200 and sign_in.url.host == "127.0.0.1"
+            form = read_form(sign_in.text)
+            process.send_signal(signal.SIGKILL)
+            assert process.wait(timeout=10) == -signal.SIGKILL
+        with pytest.raises(httpx2.ConnectError):
+            httpx2.get(doomed + "/healthz")
+        browser.to = b  # the load balancer sends the next steps elsewhere
+        here = three.public + sign_in.url.raw_path.decode()
+        posted = await browser.post(here, {**form.fields, "memory_key": three.key})
+        assert posted.status_code == 303, posted.text
+        consent = await browser.get(three.public + posted.headers["location"])
+        assert consent.status_code == 200, consent.text
+        browser.to = c
+        chosen = read_form(consent.text)
+        done = await browser.post(
+            three.public + consent.url.raw_path.decode(),
+            {**chosen.fields, "scope": chosen.scopes, "decision": "allow"},
+        )
+        assert done.status_code == 303, done.text
+        assert done.headers["location"].startswith(REDIRECT_URI)
+        code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
+    finally:
+        await browser.aclose()
+    issued = exchange(three, b, client_id, code, verifier)
+    assert issued.status_code == 200, issued.text
+    for base in (b, c):
+        assert tools_list(base, issued.json()["access_token"]) == 200
 
 
 async def test_a_code_redeemed_on_two_replicas_at_once_succeeds_once(three: Cluster) -> None:
