@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+import anyio.to_thread
 
 from mcp_memoryrouter.private import new_private_dir, private_database
 
 Row = Mapping[str, Any]
+T = TypeVar("T")
 
 # pg_advisory_xact_lock key for creating these tables: "MROAUTH"
 _SCHEMA_LOCK = 0x4D524F41555448
@@ -43,9 +46,24 @@ class Database(Protocol):
 
     def atomic(self) -> Any: ...  # a context manager yielding a Database
 
+    # Whether a statement waits on another machine (a network round trip, a database that
+    # may stall): callers on the event loop then run it on a worker thread (off_loop).
+    remote: bool
+
+
+async def off_loop(remote: bool, work: Callable[[], T]) -> T:
+    """``work()``, on a worker thread when it waits on a remote database: an event loop that
+    waits for PostgreSQL stalls every request of the replica, while a SQLite statement on a
+    local file takes microseconds and is cheaper run in place than handed to a thread."""
+    if not remote:
+        return work()
+    return await anyio.to_thread.run_sync(work)
+
 
 class SqliteDatabase:
     """One connection behind a lock: the writes are tiny and rare."""
+
+    remote = False
 
     def __init__(self, path: Path, schema: str) -> None:
         new_private_dir(path.parent)
@@ -109,9 +127,9 @@ class PostgresPool:
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
-        # These calls run on the event loop (each is one short statement on a healthy
-        # database): every wait is bounded, so a database that stops answering costs a
-        # request a few seconds and an error, never the replica.
+        # Callers on the event loop run these calls on worker threads (off_loop), and every
+        # wait is bounded: a database that stops answering costs a request a few seconds and
+        # an error, never the replica.
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=pool_min,
@@ -145,6 +163,8 @@ class PostgresPool:
 
 
 class PostgresDatabase:
+    remote = True
+
     def __init__(self, pool: PostgresPool, prefix: str, conn: Any = None) -> None:
         self._pool = pool
         self._prefix = prefix

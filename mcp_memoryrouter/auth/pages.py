@@ -16,8 +16,9 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from html import escape
-from typing import cast
+from typing import TypeVar, cast
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
@@ -25,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memoryrouter.auth.browser import SESSION_SECONDS, Cookies
+from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcRefused, admitted
 from mcp_memoryrouter.auth.provider import FLOW_PARAM, SIGN_IN_PATH, EmbeddedProvider
@@ -40,6 +42,8 @@ from mcp_memoryrouter.auth.store import (
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.schemas import KeyInfo
+
+T = TypeVar("T")
 
 CONSENT_PATH = "/oauth/consent"
 OIDC_START_PATH = "/oauth/oidc/start"
@@ -171,21 +175,29 @@ class Pages:
 
     # state --------------------------------------------------------------------------------
 
-    def _pending(self, request: Request) -> PendingRequest | None:
+    async def _db(self, work: Callable[[], T]) -> T:
+        """The store's ``work``, off the event loop when the store is remote."""
+        return await off_loop(self._store.remote, work)
+
+    async def _pending(self, request: Request) -> PendingRequest | None:
         flow = Cookies.flow(request)
-        return None if flow is None else self._store.request(digest(flow), self._provider.clock())
+        if flow is None:
+            return None
+        return await self._db(partial(self._store.request, digest(flow), self._provider.clock()))
 
     async def _form(self, request: Request) -> tuple[PendingRequest | None, dict[str, list[str]]]:
         """This browser's pending request, if the form's token matches it."""
         form = await request.form()
         fields = {key: [str(v) for v in form.getlist(key)] for key in form}
-        pending = self._pending(request)
+        pending = await self._pending(request)
         sent = (fields.get("csrf") or [""])[0]
         if pending is None or not sent or not hmac.compare_digest(sent, pending.csrf):
             return None, fields
         return pending, fields
 
-    def _signed_in(self, pending: PendingRequest, sealed: str, info: KeyInfo) -> PendingRequest:
+    async def _signed_in(
+        self, pending: PendingRequest, sealed: str, info: KeyInfo
+    ) -> PendingRequest:
         signed_in = replace(
             pending,
             csrf=secrets.token_urlsafe(32),
@@ -193,14 +205,14 @@ class Pages:
             vault_ref=info.vault,
             allowed=sorted(scopes_for_key(info.read_only, info.mode)),
         )
-        self._store.save_request(signed_in)
+        await self._db(partial(self._store.save_request, signed_in))
         return signed_in
 
-    def _signed_out(self, pending: PendingRequest) -> PendingRequest:
+    async def _signed_out(self, pending: PendingRequest) -> PendingRequest:
         out = replace(
             pending, csrf=secrets.token_urlsafe(32), sealed_key=None, vault_ref=None, allowed=[]
         )
-        self._store.save_request(out)
+        await self._db(partial(self._store.save_request, out))
         return out
 
     def _expired(self) -> Response:
@@ -213,22 +225,26 @@ class Pages:
     # sign-in ------------------------------------------------------------------------------
 
     async def sign_in(self, request: Request) -> Response:
-        pending = self._pending(request)
+        pending = await self._pending(request)
         if pending is None:
             return self._expired()
         if pending.sealed_key is not None:
             return RedirectResponse(CONSENT_PATH, status_code=303)
         secret = Cookies.session(request)
-        session = self._store.session(secret, self._provider.clock()) if secret else None
+        session = (
+            await self._db(partial(self._store.session, secret, self._provider.clock()))
+            if secret
+            else None
+        )
         if secret is None or session is None:
             return self._sign_in_page(pending)
         info = await self._check(self._provider.unseal(session.sealed_key))
         if isinstance(info, KeyInfo) and info.vault == session.vault_ref:
-            self._signed_in(pending, session.sealed_key, info)
+            await self._signed_in(pending, session.sealed_key, info)
             return RedirectResponse(CONSENT_PATH, status_code=303)
         response = self._sign_in_page(pending)
         if not isinstance(info, MemoryRouterError):  # the key was revoked: so is the session
-            self._store.end_session(secret)
+            await self._db(partial(self._store.end_session, secret))
             self._cookies.clear_session(response)
         return response
 
@@ -282,16 +298,16 @@ class Pages:
             return self._sign_in_page(pending, UNREACHABLE)
         if info is None or not scopes_for_key(info.read_only, info.mode):
             return self._sign_in_page(pending, "That memory key was not accepted.")
-        return self._session_for(pending, self._provider.seal(key), info)
+        return await self._session_for(pending, self._provider.seal(key), info)
 
-    def _session_for(self, pending: PendingRequest, sealed: str, info: KeyInfo) -> Response:
+    async def _session_for(self, pending: PendingRequest, sealed: str, info: KeyInfo) -> Response:
         """Signed in: the pending request bound to the key, and the browser remembered."""
-        signed_in = self._signed_in(pending, sealed, info)
+        signed_in = await self._signed_in(pending, sealed, info)
         secret = secrets.token_urlsafe(32)
         assert signed_in.sealed_key is not None
         expires = self._provider.clock() + SESSION_SECONDS
         session = Session(info.vault, signed_in.sealed_key, signed_in.allowed, expires)
-        self._store.save_session(secret, session)
+        await self._db(partial(self._store.save_session, secret, session))
         response = RedirectResponse(CONSENT_PATH, status_code=303)
         self._cookies.set_session(response, secret)
         return response
@@ -307,7 +323,7 @@ class Pages:
         except OidcRefused as refusal:
             return self._sign_in_page(pending, refusal.reason)
         login = OidcLogin(pending.id, started.nonce, started.verifier, pending.expires_at)
-        self._store.save_oidc_login(started.state, login)
+        await self._db(partial(self._store.save_oidc_login, started.state, login))
         return RedirectResponse(started.url, status_code=303, headers={"Cache-Control": "no-store"})
 
     async def oidc_callback(self, request: Request) -> Response:
@@ -317,8 +333,9 @@ class Pages:
         if self._idp is None:
             return refused()
         query = request.query_params
-        login = self._store.take_oidc_login(query.get("state", ""), self._provider.clock())
-        pending = self._pending(request)
+        state, now = query.get("state", ""), self._provider.clock()
+        login = await self._db(partial(self._store.take_oidc_login, state, now))
+        pending = await self._pending(request)
         if login is None or pending is None or pending.id != login.request_id:
             return page(
                 "This sign-in cannot be finished",
@@ -348,20 +365,27 @@ class Pages:
                 "signing in. Ask the server's operator.",
                 403,
             )
-        return self._session_for(pending, sealed, info)
+        return await self._session_for(pending, sealed, info)
 
     async def _vault_of(self, person: Identity) -> tuple[str, KeyInfo | None]:
         """The person's vault (sealed key, what it may do): made at their first sign-in."""
         assert self._idp is not None
-        known = self._store.identity(person.issuer, person.subject)
+        known = await self._db(partial(self._store.identity, person.issuer, person.subject))
         if known is None:
             new_key = await self._idp.provision(person)
             made_info = await key_info_or_none(self._vault, new_key)
             assert made_info is not None
             made = IdentityRow(made_info.vault, self._provider.seal(new_key))
             now = self._provider.clock()
-            known = self._store.save_identity(
-                person.issuer, person.subject, made, person.email, now
+            known = await self._db(
+                partial(
+                    self._store.save_identity,
+                    person.issuer,
+                    person.subject,
+                    made,
+                    person.email,
+                    now,
+                )
             )
         key = self._provider.unseal(known.sealed_key)
         if key is None:
@@ -379,7 +403,7 @@ class Pages:
     # consent ------------------------------------------------------------------------------
 
     async def consent(self, request: Request) -> Response:
-        pending = self._pending(request)
+        pending = await self._pending(request)
         if pending is None:
             return self._expired()
         if pending.sealed_key is None:
@@ -428,9 +452,9 @@ class Pages:
             return refused()
         decision = (fields.get("decision") or [""])[0]
         if decision == "switch":
-            return self._switch(request, pending)
+            return await self._switch(request, pending)
         if decision != "allow":
-            return self._finish(self._provider.deny(pending))
+            return self._finish(await self._db(partial(self._provider.deny, pending)))
         ticked = set(fields.get("scope", []))
         # Only what was requested, ticked, and the key may grant (never an escalation).
         chosen = [s for s in pending.params["scopes"] if s in ticked and s in pending.allowed]
@@ -441,22 +465,22 @@ class Pages:
             return self._consent_page(pending, UNREACHABLE)
         if info is None or info.vault != pending.vault_ref:
             response = self._sign_in_page(
-                self._switched(request, pending),
+                await self._switched(request, pending),
                 "That memory key has been revoked. Sign in with another key of the vault.",
             )
             self._cookies.clear_session(response)
             return response
-        return self._finish(self._provider.approve(pending, chosen))
+        return self._finish(await self._db(partial(self._provider.approve, pending, chosen)))
 
-    def _switched(self, request: Request, pending: PendingRequest) -> PendingRequest:
+    async def _switched(self, request: Request, pending: PendingRequest) -> PendingRequest:
         """Forget the key this browser signed in with, for this request and its session."""
         secret = Cookies.session(request)
         if secret:
-            self._store.end_session(secret)
-        return self._signed_out(pending)
+            await self._db(partial(self._store.end_session, secret))
+        return await self._signed_out(pending)
 
-    def _switch(self, request: Request, pending: PendingRequest) -> Response:
-        self._switched(request, pending)
+    async def _switch(self, request: Request, pending: PendingRequest) -> Response:
+        await self._switched(request, pending)
         response = RedirectResponse(SIGN_IN_PATH, status_code=303)
         self._cookies.clear_session(response)
         return response

@@ -18,6 +18,8 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from mcp.server.auth.provider import (
@@ -41,6 +43,7 @@ from mcp_memoryrouter.auth.clients import (
     full_client,
     is_metadata_url,
 )
+from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
 from mcp_memoryrouter.auth.sealing import SealedElsewhere, Sealer
 from mcp_memoryrouter.auth.signing import GRANT_CLAIM, TokenKeys
@@ -56,6 +59,9 @@ FLOW_PARAM = "flow"  # the pending request's secret, from authorize() to the pag
 
 class GrantCode(AuthorizationCode):
     grant_id: str
+
+
+T = TypeVar("T")
 
 
 class GrantRefreshToken(RefreshToken):
@@ -100,12 +106,16 @@ class EmbeddedProvider:
         self._lifetimes = lifetimes
         self.clock = clock
 
+    async def _db(self, work: Callable[[], T]) -> T:
+        """The store's ``work``, off the event loop when the store is remote."""
+        return await off_loop(self.store.remote, work)
+
     # clients (RFC 7591, client ID metadata documents) -------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if is_metadata_url(client_id):
             return await self._documents.fetch(client_id)
-        info = self.store.client(client_id)
+        info = await self._db(partial(self.store.client, client_id))
         return None if info is None else full_client(info)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
@@ -115,8 +125,12 @@ class EmbeddedProvider:
         client_info.grant_types = list(dict.fromkeys([*client_info.grant_types, "refresh_token"]))
         info = full_client(client_info.model_dump(mode="json", exclude_none=True))
         now = self.clock()
-        self.store.forget_unused_clients(now - UNUSED_CLIENT_SECONDS)  # sweep on write
-        self.store.save_client(info.client_id or "", info.model_dump(mode="json"), now)
+
+        def save() -> None:
+            self.store.forget_unused_clients(now - UNUSED_CLIENT_SECONDS)  # sweep on write
+            self.store.save_client(info.client_id or "", info.model_dump(mode="json"), now)
+
+        await self._db(save)
         client_info.scope = info.scope  # the registration response shows every scope
 
     # authorization ------------------------------------------------------------------------
@@ -147,8 +161,12 @@ class EmbeddedProvider:
             allowed=[],
             expires_at=now + REQUEST_SECONDS,
         )
-        self.store.sweep(now)
-        self.store.save_request(request)
+
+        def save() -> None:
+            self.store.sweep(now)
+            self.store.save_request(request)
+
+        await self._db(save)
         return f"{self.issuer}{SIGN_IN_PATH}?{FLOW_PARAM}={flow}"
 
     def approve(self, request: PendingRequest, scopes: list[str]) -> str:
@@ -198,6 +216,11 @@ class EmbeddedProvider:
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> GrantCode | None:
+        return await self._db(partial(self._load_code, client, authorization_code))
+
+    def _load_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> GrantCode | None:
         row = self.store.code(authorization_code)
         if row is None or row.grant.client_id != client.client_id:
             return None
@@ -222,6 +245,9 @@ class EmbeddedProvider:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: GrantCode
     ) -> OAuthToken:
+        return await self._db(partial(self._exchange_code, authorization_code))
+
+    def _exchange_code(self, authorization_code: GrantCode) -> OAuthToken:
         if not self.store.use_code(authorization_code.code):
             self.store.revoke_grant(authorization_code.grant_id)
             raise TokenError("invalid_grant", "authorization code already used")
@@ -230,6 +256,11 @@ class EmbeddedProvider:
         return self._issue(grant, grant.scopes)
 
     async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> GrantRefreshToken | None:
+        return await self._db(partial(self._load_refresh, client, refresh_token))
+
+    def _load_refresh(
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> GrantRefreshToken | None:
         row = self.store.refresh(refresh_token)
@@ -256,6 +287,18 @@ class EmbeddedProvider:
         refresh_token: GrantRefreshToken,
         scopes: list[str],
     ) -> OAuthToken:
+        grant, key = await self._db(partial(self._spend_refresh, refresh_token))
+        if not await key_still_accepted(self._vault, key):
+            await self._db(partial(self.store.revoke_grant, grant.id))
+            raise TokenError(
+                "invalid_grant",
+                "the memory key this grant was made with was revoked: sign in again",
+            )
+        return await self._db(partial(self._issue, grant, [s for s in scopes if s in grant.scopes]))
+
+    def _spend_refresh(self, refresh_token: GrantRefreshToken) -> tuple[Grant, str]:
+        """The grant and its memory key, the refresh token spent (or refused, and its
+        family revoked when it was spent already)."""
         grant = self.store.grant(refresh_token.grant_id)
         assert grant is not None
         key = self._sealer.unseal(grant.sealed_key)
@@ -264,13 +307,7 @@ class EmbeddedProvider:
         if not self.store.use_refresh(refresh_token.token):
             self.store.revoke_grant(refresh_token.grant_id)
             raise TokenError("invalid_grant", "refresh token already used")
-        if not await key_still_accepted(self._vault, key):
-            self.store.revoke_grant(grant.id)
-            raise TokenError(
-                "invalid_grant",
-                "the memory key this grant was made with was revoked: sign in again",
-            )
-        return self._issue(grant, [s for s in scopes if s in grant.scopes])
+        return grant, key
 
     def _issue(self, grant: Grant, scopes: list[str]) -> OAuthToken:
         now = int(self.clock())
@@ -310,9 +347,9 @@ class EmbeddedProvider:
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         """RFC 7009: revoking either token revokes the grant, and so every token from it."""
         if isinstance(token, GrantRefreshToken):
-            self.store.revoke_grant(token.grant_id)
+            await self._db(partial(self.store.revoke_grant, token.grant_id))
         elif isinstance(token, AccessToken) and token.claims:
-            self.store.revoke_grant(str(token.claims[GRANT_CLAIM]))
+            await self._db(partial(self.store.revoke_grant, str(token.claims[GRANT_CLAIM])))
 
 
 __all__ = ["EmbeddedProvider", "Lifetimes", "RegisteredClient", "canonical_resource"]

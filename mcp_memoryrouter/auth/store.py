@@ -167,6 +167,11 @@ class AuthStore:
     def close(self) -> None:
         self._close()
 
+    @property
+    def remote(self) -> bool:
+        """Whether calls wait on another machine: run them with ``off_loop``."""
+        return self._db.remote
+
     def _one(self, sql: str, *args: Any) -> Row | None:
         return self._db.one(sql, *args)
 

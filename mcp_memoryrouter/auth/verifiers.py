@@ -14,6 +14,7 @@ from collections.abc import Callable
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.sealing import Sealer
 from mcp_memoryrouter.auth.signing import GRANT_CLAIM, TokenKeys
@@ -64,7 +65,8 @@ class GrantTokenVerifier:
         )
         if claims is None:
             return None
-        grant = self._store.grant(str(claims[GRANT_CLAIM]))
+        grant_id = str(claims[GRANT_CLAIM])
+        grant = await off_loop(self._store.remote, lambda: self._store.grant(grant_id))
         if grant is None or grant.revoked or grant.client_id != claims["client_id"]:
             return None
         key = self._sealer.unseal(grant.sealed_key)

@@ -21,9 +21,9 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from functools import wraps
+from functools import partial, wraps
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from pydantic import ValidationError
@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.asgi import read_body
+from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,
@@ -48,6 +49,8 @@ from mcp_memoryrouter.ui import render
 from mcp_memoryrouter.ui.render import PREFIX, Filters, Viewer, url
 from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
 from mcp_memoryrouter.ui.shell import CSP, Shell
+
+T = TypeVar("T")
 
 __all__ = ["CSP", "Explorer"]
 
@@ -164,16 +167,22 @@ class Explorer:
 
     # --- the session around each page ------------------------------------------------------
 
-    def _session(self, request: Request) -> UiSession | None:
+    async def _db(self, work: Callable[[], T]) -> T:
+        """The sessions' ``work``, off the event loop when they are kept in a remote database."""
+        return await off_loop(self._sessions.remote, work)
+
+    async def _session(self, request: Request) -> UiSession | None:
         secret = request.cookies.get(SESSION_COOKIE)
-        return self._sessions.find(secret, self._clock()) if secret else None
+        if not secret:
+            return None
+        return await self._db(partial(self._sessions.find, secret, self._clock()))
 
     def _page(self, view: Callable[[Request, UiSession], Awaitable[Response]]) -> Handler:
         """A GET page: signed in, or sent to the sign-in page (which comes back here)."""
 
         @wraps(view)
         async def handle(request: Request) -> Response:
-            session = self._session(request)
+            session = await self._session(request)
             if session is None:
                 back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 # a cookie that opens no session: it expired, was signed out or revoked
@@ -197,9 +206,9 @@ class Explorer:
 
         @wraps(action)
         async def handle(request: Request) -> Response:
-            session = self._session(request)
+            session = await self._session(request)
             if session is None:
-                return self._ended(request, status=401)
+                return await self._ended(request, status=401)
             form = await self._form(request)
             if form is None:
                 return html(
@@ -224,7 +233,7 @@ class Explorer:
         try:
             return await view(request, session)
         except Unauthorized:
-            return self._ended(request, session=session)
+            return await self._ended(request, session=session)
         except MemoryRouterError as error:
             return self._refused(error, session, request)
         except ValidationError:  # a value the API would refuse (an id too long, a name)
@@ -254,11 +263,11 @@ class Explorer:
         )
         return html(content, error.status, headers)
 
-    def _ended(
+    async def _ended(
         self, request: Request, *, session: UiSession | None = None, status: int = 303
     ) -> Response:
         if session is not None:
-            self._sessions.end(session.secret)
+            await self._db(partial(self._sessions.end, session.secret))
         if status == 303:
             back = None
             if request.method == "GET":
@@ -285,25 +294,25 @@ class Explorer:
 
     # --- what the next page says, once -----------------------------------------------------
 
-    def _tell(
+    async def _tell(
         self, session: UiSession, notice: str, minted: schemas.KeyCreated | None = None
     ) -> None:
         """Say ``notice`` (and show a new key) on the session's next page, once: the redirect
         after a change carries nothing in its URL, and a reload shows nothing again."""
         said = {"notice": notice, "minted": None if minted is None else minted.model_dump()}
-        self._sessions.show_once(session.secret, json.dumps(said))
+        await self._db(partial(self._sessions.show_once, session.secret, json.dumps(said)))
 
-    def _told(self, session: UiSession) -> tuple[str | None, schemas.KeyCreated | None]:
+    async def _told(self, session: UiSession) -> tuple[str | None, schemas.KeyCreated | None]:
         """What :meth:`_tell` left for this page; taken once the page's vault calls are done."""
-        said = self._sessions.take_shown_once(session.secret)
+        said = await self._db(partial(self._sessions.take_shown_once, session.secret))
         if said is None:
             return None, None
         value = json.loads(said)
         minted = value.get("minted")
         return value.get("notice"), None if minted is None else schemas.KeyCreated(**minted)
 
-    def _notice(self, session: UiSession) -> str | None:
-        return self._told(session)[0]
+    async def _notice(self, session: UiSession) -> str | None:
+        return (await self._told(session))[0]
 
     # --- cookies ---------------------------------------------------------------------------
 
@@ -324,7 +333,7 @@ class Explorer:
     # --- sign-in ---------------------------------------------------------------------------
 
     async def sign_in_form(self, request: Request) -> Response:
-        if self._session(request) is not None:
+        if await self._session(request) is not None:
             return redirect(local_path(request.query_params.get("next")))
         # another tab's form stays valid: the token is reused while its cookie lives
         token = request.cookies.get(SIGN_IN_COOKIE) or secrets.token_urlsafe(24)
@@ -380,9 +389,11 @@ class Explorer:
             return html(content, refusal.status, refusal.headers)
         earlier = request.cookies.get(SESSION_COOKIE)
         if earlier:
-            self._sessions.end(earlier)  # a new sign-in replaces this browser's session
-        session = self._sessions.start(
-            info.vault, key, info.read_only or info.mode == "read", self._clock()
+            # a new sign-in replaces this browser's session
+            await self._db(partial(self._sessions.end, earlier))
+        read_only = info.read_only or info.mode == "read"
+        session = await self._db(
+            partial(self._sessions.start, info.vault, key, read_only, self._clock())
         )
         response = redirect(next_path)
         self._set(response, SESSION_COOKIE, session.secret, LIFETIME_SECONDS)
@@ -419,7 +430,7 @@ class Explorer:
     async def sign_out(
         self, request: Request, session: UiSession, form: dict[str, list[str]]
     ) -> Response:
-        self._sessions.end(session.secret)
+        await self._db(partial(self._sessions.end, session.secret))
         response = redirect(url("/sign-in", out="1"))
         self._clear(response, SESSION_COOKIE)
         return response
@@ -434,7 +445,7 @@ class Explorer:
         except NotFound:  # a vault API elsewhere (MEMORYROUTER_API_URL) without the route
             timeline = None
         return html(
-            render.overview(stats, timeline, _viewer(session), notice=self._notice(session))
+            render.overview(stats, timeline, _viewer(session), notice=await self._notice(session))
         )
 
     async def search(self, request: Request, session: UiSession) -> Response:
@@ -464,7 +475,12 @@ class Explorer:
             note = "Best matches first: meaning and words, newer breaking near ties."
             return html(
                 render.search_page(
-                    f, found.memories, viewer, note=note, more=more, notice=self._notice(session)
+                    f,
+                    found.memories,
+                    viewer,
+                    note=note,
+                    more=more,
+                    notice=await self._notice(session),
                 )
             )
         window = await client.date_search(_date_request(f, None))
@@ -474,7 +490,9 @@ class Explorer:
             else "Newest first. The timeline pages through a longer window."
         )
         return html(
-            render.search_page(f, window.memories, viewer, note=note, notice=self._notice(session))
+            render.search_page(
+                f, window.memories, viewer, note=note, notice=await self._notice(session)
+            )
         )
 
     async def timeline(self, request: Request, session: UiSession) -> Response:
@@ -490,7 +508,7 @@ class Explorer:
             next_page = url("/timeline", **render.query_of(f), cursor=turn)
         return html(
             render.timeline_page(
-                f, result, viewer, next_page=next_page, notice=self._notice(session)
+                f, result, viewer, next_page=next_page, notice=await self._notice(session)
             )
         )
 
@@ -522,7 +540,7 @@ class Explorer:
         client = self._client(session)
         stats = await client.stats()
         keys = None if session.read_only else await client.list_keys()
-        notice, minted = self._told(session) if shown_once else (None, None)
+        notice, minted = await self._told(session) if shown_once else (None, None)
         content = render.tidy_page(
             _viewer(session), stats, keys, minted=minted, notice=notice, error=error
         )
@@ -596,7 +614,7 @@ class Explorer:
         deleted = sum(len(v) for v in (done.by_tier or {}).values()) if derived else done.deleted
         if back.startswith(PREFIX + "/memories/"):
             back = PREFIX  # the page of what was just deleted is gone
-        self._tell(session, f"Deleted {_memories(deleted)}.")
+        await self._tell(session, f"Deleted {_memories(deleted)}.")
         return redirect(back)
 
     async def mint(
@@ -608,7 +626,7 @@ class Explorer:
         minted = await self._client(session).mint_key(
             schemas.KeyCreateRequest(name=name, read_only=True)
         )
-        self._tell(session, f"Made the read-only key {minted.name}.", minted)
+        await self._tell(session, f"Made the read-only key {minted.name}.", minted)
         return redirect(url("/tidy"))
 
     async def revoke(
@@ -623,7 +641,7 @@ class Explorer:
             if error.status not in (404, 409):
                 raise
             return await self._tidy(request, session, error=error.message, status=error.status)
-        self._tell(session, "The key is revoked.")
+        await self._tell(session, "The key is revoked.")
         return redirect(url("/tidy"))
 
     async def wipe(
@@ -639,7 +657,7 @@ class Explorer:
                 status=400,
             )
         done = await self._client(session).wipe()
-        self._tell(session, f"Wiped the vault: {_memories(done.deleted)} deleted.")
+        await self._tell(session, f"Wiped the vault: {_memories(done.deleted)} deleted.")
         return redirect(PREFIX)
 
     # --- static ----------------------------------------------------------------------------

@@ -88,6 +88,11 @@ class UiSessions:
     def close(self) -> None:
         self._close()
 
+    @property
+    def remote(self) -> bool:
+        """Whether calls wait on another machine: run them with ``off_loop``."""
+        return self._db.remote
+
     def start(self, vault_ref: str, key: str, read_only: bool, now: float) -> UiSession:
         secret, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         self._db.run(

@@ -350,6 +350,60 @@ async def test_a_replica_killed_mid_sign_in_leaves_the_flow_whole_on_the_others(
         assert tools_list(base, issued.json()["access_token"]) == 200
 
 
+async def test_a_stalled_authorization_database_does_not_stall_the_replica(
+    three: Cluster,
+) -> None:
+    """The grant behind a token is read off the event loop: while that read waits on a locked
+    table, the same replica keeps answering other requests at once (it used to freeze for
+    the whole wait, up to the 5 s statement timeout)."""
+    a = three.bases[0]
+    client_id = register(a)
+    verifier, challenge = pkce()
+    code = await code_on(three, a, client_id, challenge)
+    token = exchange(three, a, client_id, code, verifier).json()["access_token"]
+    stalled: list[int] = []
+    with psycopg.connect(three.url) as blocker:
+        blocker.execute("LOCK TABLE oauth_grants IN ACCESS EXCLUSIVE MODE")
+        waiting = threading.Thread(target=lambda: stalled.append(tools_list(a, token)))
+        waiting.start()
+        time.sleep(0.5)  # the token's check now waits on the lock
+        started = time.monotonic()
+        assert httpx2.get(a + "/healthz", timeout=10).status_code == 200
+        assert time.monotonic() - started < 1.0
+        assert waiting.is_alive()
+        blocker.rollback()  # the database answers again
+    waiting.join(timeout=30)
+    assert stalled == [200]
+    assert tools_list(a, token) == 200
+
+
+def test_a_stalled_explorer_session_table_does_not_stall_the_replica(three: Cluster) -> None:
+    """The explorer's session is read off the event loop too."""
+    a = three.bases[0]
+    with httpx2.Client(base_url=a, timeout=30) as browser:
+        form = browser.get("/ui/sign-in")
+        token = form.cookies["memoryrouter_ui_signin"]
+        signed_in = browser.post(
+            "/ui/sign-in",
+            data={"csrf": token, "next": "/ui", "key": three.key},
+            headers={"Origin": a},
+        )
+        assert signed_in.status_code == 303, signed_in.text
+        pages: list[int] = []
+        with psycopg.connect(three.url) as blocker:
+            blocker.execute("LOCK TABLE ui_sessions IN ACCESS EXCLUSIVE MODE")
+            waiting = threading.Thread(target=lambda: pages.append(browser.get("/ui").status_code))
+            waiting.start()
+            time.sleep(0.5)  # the page's session check now waits on the lock
+            started = time.monotonic()
+            assert httpx2.get(a + "/healthz", timeout=10).status_code == 200
+            assert time.monotonic() - started < 1.0
+            assert waiting.is_alive()
+            blocker.rollback()
+        waiting.join(timeout=30)
+    assert pages == [200]
+
+
 async def test_a_code_redeemed_on_two_replicas_at_once_succeeds_once(three: Cluster) -> None:
     a, b, c = three.bases
     for _ in range(3):
