@@ -389,6 +389,10 @@ def _serve(
         if settings.ui == "on":
             explorer = memory_explorer(settings, client, default_key, clock, shared)
             closing.append(explorer.aclose)
+            if oauth is not None and oauth.pages is not None:
+                # people who sign in with the identity provider open the explorer with it too
+                explorer.identity = oauth.pages.explorer_identity()
+                oauth.pages.explorer_signed_in = explorer.identity_signed_in
     except BaseException:
         shared.close()
         raise

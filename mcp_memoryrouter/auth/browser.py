@@ -1,4 +1,4 @@
-"""The two cookies of the sign-in and consent pages, both HttpOnly, SameSite=Lax, path /oauth.
+"""The cookies of the sign-in and consent pages, all HttpOnly, SameSite=Lax, path /oauth.
 
 - The flow cookie carries the secret of one pending authorization request. /authorize sets
   it on its redirect, so the request is bound to the browser that started it: nobody else
@@ -7,6 +7,8 @@
   step-up or a reconnection shows the consent page only. The server keeps a digest of its
   secret, the vault it is bound to and the sealed key; the key is checked with the vault each
   time the session is used, so revoking the key ends the session.
+- The explorer's login cookie binds a sign-in the explorer sent to the identity provider to
+  the browser that started it, for the callback under /oauth.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from mcp_memoryrouter.auth.clients import is_loopback_host
 from mcp_memoryrouter.auth.provider import REQUEST_SECONDS
 
 FLOW_COOKIE = "memoryrouter_flow"
+# binds a sign-in the explorer started to its browser, until the provider sends it back
+EXPLORER_LOGIN_COOKIE = "memoryrouter_explorer_login"
 SESSION_COOKIE = "memoryrouter_session"
 SESSION_SECONDS = 30 * 86_400
 COOKIE_PATH = "/oauth"
@@ -44,6 +48,12 @@ class Cookies:
 
     def set_session(self, response: Response, secret: str) -> None:
         self._set(response, SESSION_COOKIE, secret, SESSION_SECONDS, self.session_secure)
+
+    def set_explorer_login(self, response: Response, secret: str) -> None:
+        self._set(response, EXPLORER_LOGIN_COOKIE, secret, REQUEST_SECONDS, self.flow_secure)
+
+    def clear_explorer_login(self, response: Response) -> None:
+        self._set(response, EXPLORER_LOGIN_COOKIE, "", 0, self.flow_secure)
 
     def clear_flow(self, response: Response) -> None:
         self._set(response, FLOW_COOKIE, "", 0, self.flow_secure)

@@ -59,6 +59,7 @@ class EmbeddedAuthServer:
     routes: list[Route]
     _http: httpx2.AsyncClient
     identity_provider: IdentityProvider | None = None
+    pages: Pages | None = None  # the sign-in pages (the explorer signs in through them too)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -168,5 +169,5 @@ def build_embedded(
     ]
     routes = throttled(routes, Throttle(limits, lambda: int(clock() * 1000)))
     return EmbeddedAuthServer(
-        issuer, provider, verifier, signer, store, routes, http, identity_provider
+        issuer, provider, verifier, signer, store, routes, http, identity_provider, pages
     )

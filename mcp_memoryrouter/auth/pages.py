@@ -25,11 +25,16 @@ from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from mcp_memoryrouter.auth.browser import SESSION_SECONDS, Cookies
+from mcp_memoryrouter.auth.browser import EXPLORER_LOGIN_COOKIE, SESSION_SECONDS, Cookies
 from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcRefused, admitted
-from mcp_memoryrouter.auth.provider import FLOW_PARAM, SIGN_IN_PATH, EmbeddedProvider
+from mcp_memoryrouter.auth.provider import (
+    FLOW_PARAM,
+    REQUEST_SECONDS,
+    SIGN_IN_PATH,
+    EmbeddedProvider,
+)
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, Scope, scopes_for_key
 from mcp_memoryrouter.auth.sealing import SealedElsewhere
 from mcp_memoryrouter.auth.store import (
@@ -63,6 +68,31 @@ class IdentityProvider:
     allowed_emails: tuple[str, ...] = ()
 
 
+# The explorer (/ui) signs people in through the same provider and the same callback: its
+# logins are bound to a cookie of their own (Lax, path /oauth: the provider's redirect back is
+# a cross-site navigation, which never carries the explorer's Strict cookies).
+EXPLORER_LOGIN = "explorer:"
+
+
+@dataclass(frozen=True)
+class IdentitySignedIn:
+    """A person the provider signed in for the explorer: their vault and its key."""
+
+    vault_ref: str
+    key: str
+    read_only: bool
+    next_path: str
+
+
+@dataclass(frozen=True)
+class ExplorerIdentity:
+    """What the explorer's sign-in page offers: the provider's name, and the start of a
+    sign-in that comes back to ``next_path``."""
+
+    name: str
+    start: Callable[[str], Awaitable[Response]]
+
+
 SECURITY_HEADERS = {
     # No form-action: browsers apply it to the redirect to the client's callback as well.
     "Content-Security-Policy": (
@@ -87,6 +117,9 @@ KEY_ORIGIN = (
     "<code>mk_</code>."
 )
 UNREACHABLE = "The vault could not be reached. Try again."
+CONNECT_AGAIN = "Nothing was shared with the app. Start connecting again from your app."
+EXPLORER_AGAIN = "Sign in again from the explorer."
+_UNREACHABLE = HTMLResponse("", status_code=503)  # a marker: the vault could not be asked
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -132,6 +165,8 @@ class Pages:
         """``identity_provider``: people sign in with it instead of a memory key
         (``MEMORYROUTER_SIGNIN=oidc``)."""
         self._idp = identity_provider
+        # the explorer's session maker, handed in by the composition root when it serves both
+        self.explorer_signed_in: Callable[[IdentitySignedIn], Awaitable[Response]] | None = None
         self._provider = provider
         self._store = provider.store
         self._vault = vault
@@ -328,13 +363,15 @@ class Pages:
 
     async def oidc_callback(self, request: Request) -> Response:
         """Where the identity provider sends the person back: the login this ``state`` names
-        must be this browser's pending request; then who they are, whether this server admits
-        them, and their vault (made at their first sign-in)."""
+        must be this browser's pending request (or explorer sign-in); then who they are,
+        whether this server admits them, and their vault (made at their first sign-in)."""
         if self._idp is None:
             return refused()
         query = request.query_params
         state, now = query.get("state", ""), self._provider.clock()
         login = await self._db(partial(self._store.take_oidc_login, state, now))
+        if login is not None and login.request_id.startswith(EXPLORER_LOGIN):
+            return await self._explorer_callback(request, login)
         pending = await self._pending(request)
         if login is None or pending is None or pending.id != login.request_id:
             return page(
@@ -343,29 +380,94 @@ class Pages:
                 "was shared. Start connecting again from your app.</p>",
                 status=400,
             )
+        found = await self._person_vault(request, login, CONNECT_AGAIN)
+        if isinstance(found, Response):
+            return self._sign_in_page(pending, UNREACHABLE) if found is _UNREACHABLE else found
+        sealed, info = found
+        return await self._session_for(pending, sealed, info)
+
+    async def _person_vault(
+        self, request: Request, login: OidcLogin, again: str
+    ) -> tuple[str, KeyInfo] | Response:
+        """The signed-in person's vault (sealed key, what it may do), or the page refusing
+        them (``_UNREACHABLE`` when the vault could not be asked)."""
+        assert self._idp is not None
+        query = request.query_params
         if "error" in query:
             said = query.get("error_description") or query.get("error") or ""
-            return self._refusal(f"The identity provider did not sign you in: {said}", 403)
+            return self._refusal(f"The identity provider did not sign you in: {said}", 403, again)
         try:
             person = await self._idp.client.identity(
                 query.get("code", ""), login.verifier, login.nonce
             )
         except OidcRefused as refusal:
-            return self._refusal(refusal.reason, refusal.status)
+            return self._refusal(refusal.reason, refusal.status, again)
         why = admitted(person, self._idp.allowed_domains, self._idp.allowed_emails)
         if why is not None:
-            return self._refusal(why, 403)
+            return self._refusal(why, 403, again)
         try:
             sealed, info = await self._vault_of(person)
         except MemoryRouterError:
-            return self._sign_in_page(pending, UNREACHABLE)
+            return _UNREACHABLE
         if info is None:
             return self._refusal(
                 "The key of your vault on this server was revoked, so it cannot be opened by "
                 "signing in. Ask the server's operator.",
                 403,
+                again,
             )
-        return await self._session_for(pending, sealed, info)
+        return sealed, info
+
+    # the explorer's sign-in through the same provider --------------------------------------
+
+    def explorer_identity(self) -> ExplorerIdentity | None:
+        """What the explorer offers instead of a key form, when people sign in here with an
+        identity provider."""
+        if self._idp is None:
+            return None
+        return ExplorerIdentity(self._idp.name, self._start_for_explorer)
+
+    async def _start_for_explorer(self, next_path: str) -> Response:
+        assert self._idp is not None
+        try:
+            started = await self._idp.client.start()
+        except OidcRefused as refusal:
+            return self._refusal(refusal.reason, refusal.status, EXPLORER_AGAIN)
+        secret = secrets.token_urlsafe(32)
+        bound = f"{EXPLORER_LOGIN}{digest(secret)}\n{next_path}"
+        expires = self._provider.clock() + REQUEST_SECONDS
+        login = OidcLogin(bound, started.nonce, started.verifier, expires)
+        await self._db(partial(self._store.save_oidc_login, started.state, login))
+        response = RedirectResponse(
+            started.url, status_code=303, headers={"Cache-Control": "no-store"}
+        )
+        self._cookies.set_explorer_login(response, secret)
+        return response
+
+    async def _explorer_callback(self, request: Request, login: OidcLogin) -> Response:
+        binding, _, next_path = login.request_id.removeprefix(EXPLORER_LOGIN).partition("\n")
+        secret = request.cookies.get(EXPLORER_LOGIN_COOKIE) or ""
+        if self.explorer_signed_in is None or not hmac.compare_digest(digest(secret), binding):
+            return page(
+                "This sign-in cannot be finished",
+                "<p>It was started in another browser, or this server no longer serves the "
+                "explorer. Sign in again from the explorer.</p>",
+                status=400,
+            )
+        found = await self._person_vault(request, login, EXPLORER_AGAIN)
+        if found is _UNREACHABLE:
+            return self._refusal(UNREACHABLE, 503, EXPLORER_AGAIN)
+        if isinstance(found, Response):
+            return found
+        sealed, info = found
+        key = self._provider.unseal(sealed)
+        if key is None:
+            raise SealedElsewhere
+        read_only = info.read_only or info.mode == "read"
+        signed_in = IdentitySignedIn(info.vault, key, read_only, next_path)
+        response = await self.explorer_signed_in(signed_in)
+        self._cookies.clear_explorer_login(response)
+        return response
 
     async def _vault_of(self, person: Identity) -> tuple[str, KeyInfo | None]:
         """The person's vault (sealed key, what it may do): made at their first sign-in."""
@@ -392,13 +494,8 @@ class Pages:
             raise SealedElsewhere
         return known.sealed_key, await key_info_or_none(self._vault, key)
 
-    def _refusal(self, reason: str, status: int) -> Response:
-        return page(
-            "Sign-in refused",
-            f"{error_text(reason)}<p>Nothing was shared with the app. Start connecting again "
-            "from your app.</p>",
-            status=status,
-        )
+    def _refusal(self, reason: str, status: int, again: str) -> Response:
+        return page("Sign-in refused", f"{error_text(reason)}<p>{again}</p>", status=status)
 
     # consent ------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.asgi import read_body
 from mcp_memoryrouter.auth.database import off_loop
+from mcp_memoryrouter.auth.pages import ExplorerIdentity, IdentitySignedIn
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,
@@ -48,7 +49,7 @@ from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui import render
 from mcp_memoryrouter.ui.render import PREFIX, Filters, Viewer, url
 from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
-from mcp_memoryrouter.ui.shell import CSP, Shell
+from mcp_memoryrouter.ui.shell import CSP, SECURITY_HEADERS, Shell
 
 T = TypeVar("T")
 
@@ -123,6 +124,8 @@ class Explorer:
         self._secure = secure_cookies
         self._default_key = default_key
         self._clock = clock
+        # the identity provider's sign-in, when people sign in with one (composition root)
+        self.identity: ExplorerIdentity | None = None
         self._css = _static("explorer.css")
         self._js = _static("explorer.js")
 
@@ -139,6 +142,7 @@ class Explorer:
             Route(PREFIX + "/", self.home),
             Route(PREFIX + "/sign-in", self.sign_in_form, methods=["GET"]),
             Route(PREFIX + "/sign-in", self.sign_in, methods=["POST"]),
+            Route(PREFIX + "/sign-in/provider", self.sign_in_provider, methods=["GET"]),
             Route(PREFIX + "/sign-out", change(self.sign_out, writes=False), methods=["POST"]),
             Route(PREFIX + "/search", page(self.search)),
             Route(PREFIX + "/timeline", page(self.timeline)),
@@ -345,6 +349,7 @@ class Explorer:
             needs_key=self._default_key is None,
             next_path=local_path(request.query_params.get("next")),
             notice=notice,
+            provider=None if self.identity is None else self.identity.name,
         )
         response = html(content)
         self._set(response, SIGN_IN_COOKIE, token, SIGN_IN_SECONDS)
@@ -376,6 +381,9 @@ class Explorer:
         next_path = local_path((form.get("next") or [""])[0])
         if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
             return html(render.problem("Refused", FORBIDDEN_FORM, None, back=url("/sign-in")), 403)
+        if self.identity is not None:  # no memory key is typed here: the provider signs in
+            message = f"Sign in with {self.identity.name}."
+            return html(render.problem("Refused", message, None, back=url("/sign-in")), 403)
         key = self._default_key or (form.get("key") or [""])[0].strip()
         try:
             info = await self._readable(key)
@@ -396,6 +404,29 @@ class Explorer:
             partial(self._sessions.start, info.vault, key, read_only, self._clock())
         )
         response = redirect(next_path)
+        self._set(response, SESSION_COOKIE, session.secret, LIFETIME_SECONDS)
+        self._clear(response, SIGN_IN_COOKIE)
+        return response
+
+    async def sign_in_provider(self, request: Request) -> Response:
+        """Off to the identity provider, which sends the person back to the server's callback
+        (then :meth:`identity_signed_in`)."""
+        if self.identity is None:
+            return html(render.problem("Not found", "There is no such page.", None), 404)
+        refused = self._too_many_sign_ins(request)
+        if refused is not None:
+            return refused
+        return await self.identity.start(local_path(request.query_params.get("next")))
+
+    async def identity_signed_in(self, person: IdentitySignedIn) -> Response:
+        """A person the identity provider signed in: a session on their vault, and a page
+        that goes on to where they were going (see ``render.signed_in``)."""
+        session = await self._db(
+            partial(
+                self._sessions.start, person.vault_ref, person.key, person.read_only, self._clock()
+            )
+        )
+        response = html(render.signed_in(local_path(person.next_path)), 200, SECURITY_HEADERS)
         self._set(response, SESSION_COOKIE, session.secret, LIFETIME_SECONDS)
         self._clear(response, SIGN_IN_COOKIE)
         return response

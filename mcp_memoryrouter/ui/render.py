@@ -113,7 +113,22 @@ def sign_in(
     next_path: str = PREFIX,
     notice: str | None = None,
     error: str | None = None,
+    provider: str | None = None,
 ) -> str:
+    """The sign-in form: a memory key, the button of the identity provider people sign in
+    with (``provider``), or one button for a local vault without keys."""
+    if provider is not None:
+        # a link, not a form: the page's form-action 'self' would stop a form's redirect to
+        # the provider; starting a sign-in changes nothing until the provider says who it is
+        start = url("/sign-in/provider", next=next_path)
+        body = (
+            f'<div class="card"><p><a class="button" href="{esc(start)}">Continue with '
+            f"{esc(provider)}</a></p>"
+            '<p class="note">Sign in as you do when you connect an app to this server: the '
+            "vault made for you at your first sign-in opens. This browser keeps only a session "
+            "cookie.</p></div>"
+        )
+        return page("Sign in", body, notice=notice, error=error)
     if needs_key:
         field = (
             '<label for="key">Memory key</label>'
@@ -134,6 +149,18 @@ def sign_in(
         f'<button type="submit">{action}</button></form>'
     )
     return page("Sign in", body, notice=notice, error=error)
+
+
+def signed_in(next_path: str) -> str:
+    """Where the identity provider's sign-in lands: on to ``next_path`` from this page, so
+    the browser sends the explorer's same-site cookie with the next request (a redirect
+    straight from the provider's cross-site navigation would not)."""
+    target = esc(next_path)
+    body = f'<p><a class="button" href="{target}">Open the explorer</a></p>'
+    document = page("Signed in", body)
+    return document.replace(
+        "<head>", f'<head><meta http-equiv="refresh" content="0;url={target}">', 1
+    )
 
 
 def sign_in_notice(message: str) -> str:

@@ -117,3 +117,68 @@ def test_a_person_outside_the_allow_list_is_refused_and_gets_no_vault(tmp_path: 
         assert refused.status_code == 403
         assert "eve@evil.example may not sign in" in refused.text
         assert server.service.vault_count() == vaults_before
+
+
+def explore(server: OAuthServer, idp: Idp, login: str, browser: httpx2.Client) -> httpx2.Response:
+    """The explorer's sign-in in ``browser``, at the provider as ``login``: the answer to the
+    provider's redirect back (the page going on to /ui/search, or a refusal)."""
+    form = browser.get(server.base + "/ui/sign-in?next=/ui/search")
+    assert form.status_code == 200
+    assert "Continue with Example ID" in form.text and 'name="key"' not in form.text
+    started = browser.get(server.base + "/ui/sign-in/provider?next=/ui/search")
+    assert started.status_code == 303 and idp.owns(started.headers["location"])
+    back = idp.sign_in(browser, started.headers["location"], login)
+    assert back.startswith(server.base + "/oauth/oidc/callback?")
+    return browser.get(back)
+
+
+def vault_shown(browser: httpx2.Client, server: OAuthServer) -> str:
+    overview = browser.get(server.base + "/ui")
+    assert overview.status_code == 200, overview.text
+    return overview.text.split("Vault <code>", 1)[1].split("</code>", 1)[0]
+
+
+def test_a_person_opens_the_explorer_by_signing_in_at_their_provider(tmp_path: Path) -> None:
+    """The same provider, the same callback and the same vault as their connectors: no key
+    is typed or shown; the explorer's session is on the person's own vault."""
+    with served(tmp_path) as (server, idp):
+        ada = connect(server, idp, "ada")
+        assert isinstance(ada, dict)
+        stored = call_mcp(server, ada["access_token"], "store_memory", content="Teal is Ada's.")
+        assert stored.status_code == 200, stored.text
+        with httpx2.Client(timeout=30) as browser:
+            landed = explore(server, idp, "ada", browser)
+            assert landed.status_code == 200, landed.text
+            assert 'http-equiv="refresh" content="0;url=/ui/search"' in landed.text
+            assert "mk_" not in landed.text and "mk_" not in str(browser.cookies)
+            assert landed.headers["content-security-policy"].startswith("default-src 'none'")
+            found = browser.get(server.base + "/ui/search?q=teal")
+            assert found.status_code == 200 and "Teal is Ada" in found.text
+            ada_vault = vault_shown(browser, server)
+            refused = browser.post(server.base + "/ui/sign-in", data={"key": server.key})
+            assert refused.status_code == 403  # no memory key is taken here
+        with httpx2.Client(timeout=30) as other:  # bob: his own vault, none of ada's
+            assert explore(server, idp, "bob", other).status_code == 200
+            assert vault_shown(other, server) != ada_vault
+            assert "Teal is Ada" not in other.get(server.base + "/ui/search?q=teal").text
+
+
+def test_the_explorers_provider_sign_in_refuses_what_the_connectors_refuse(
+    tmp_path: Path,
+) -> None:
+    with served(tmp_path) as (server, idp):
+        vaults_before = server.service.vault_count()
+        with httpx2.Client(timeout=30) as browser:
+            refused = explore(server, idp, "eve", browser)
+            assert refused.status_code == 403
+            assert "eve@evil.example may not sign in" in refused.text
+            assert "Sign in again from the explorer" in refused.text
+            assert browser.get(server.base + "/ui").status_code == 303  # no session
+        assert server.service.vault_count() == vaults_before
+        # a callback opened in another browser than the one that started the sign-in
+        with httpx2.Client(timeout=30) as starter, httpx2.Client(timeout=30) as thief:
+            started = starter.get(server.base + "/ui/sign-in/provider")
+            back = idp.sign_in(starter, started.headers["location"], "ada")
+            stolen = thief.get(back)
+            assert stolen.status_code == 400 and "another browser" in stolen.text
+            assert thief.get(server.base + "/ui").status_code == 303
