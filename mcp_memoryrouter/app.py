@@ -13,6 +13,7 @@ is no local vault: /mcp proxies to that API over the network.
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import os
 import secrets
@@ -59,7 +60,7 @@ from mcp_memoryrouter.auth.store import AuthStore
 from mcp_memoryrouter.auth.throttle import OAuthLimits
 from mcp_memoryrouter.auth.verifiers import AnyOfVerifiers
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
@@ -246,39 +247,50 @@ def embedded_oauth(
         sealer=shared.sealer,
         store=store,
         signer=signer,
-        identity_provider=identity_provider(settings, shared.service),
+        identity_providers=identity_providers(settings, shared.service),
     )
 
 
-def identity_provider(settings: Settings, service: VaultService | None) -> IdentityProvider | None:
-    """``MEMORYROUTER_SIGNIN=oidc``: the operator's OpenID Provider, and a new vault in this
-    server's store for each person at their first sign-in."""
+def identity_providers(settings: Settings, service: VaultService | None) -> list[IdentityProvider]:
+    """With MEMORYROUTER_SIGNIN=oidc, the OpenID Providers people sign in with: the one the
+    MEMORYROUTER_OIDC_* settings name, then those of MEMORYROUTER_OIDC_PROVIDERS. Each makes
+    a vault in this server's store for each person at their first sign-in."""
     if settings.signin != "oidc":
-        return None
-    missing = [
-        name
-        for name, value in (
-            ("MEMORYROUTER_OIDC_ISSUER", settings.oidc_issuer),
-            ("MEMORYROUTER_OIDC_CLIENT_ID", settings.oidc_client_id),
-            ("MEMORYROUTER_OIDC_CLIENT_SECRET", settings.oidc_client_secret),
+        return []
+    given = list(settings.oidc_providers)
+    if settings.oidc_issuer or settings.oidc_client_id or settings.oidc_client_secret:
+        missing = [
+            name
+            for name, value in (
+                ("MEMORYROUTER_OIDC_ISSUER", settings.oidc_issuer),
+                ("MEMORYROUTER_OIDC_CLIENT_ID", settings.oidc_client_id),
+                ("MEMORYROUTER_OIDC_CLIENT_SECRET", settings.oidc_client_secret),
+            )
+            if not value
+        ]
+        if missing:
+            raise ConfigError(f"MEMORYROUTER_SIGNIN=oidc needs {', '.join(missing)}")
+        assert settings.oidc_issuer and settings.oidc_client_id and settings.oidc_client_secret
+        first = OidcProviderSettings(
+            issuer=settings.oidc_issuer,
+            client_id=settings.oidc_client_id,
+            client_secret=settings.oidc_client_secret,
+            name=settings.oidc_name,
+            scopes=settings.oidc_scopes,
+            allowed_domains=settings.oidc_allowed_domains,
+            allowed_emails=settings.oidc_allowed_emails,
         )
-        if not value
-    ]
-    if missing:
-        raise ConfigError(f"MEMORYROUTER_SIGNIN=oidc needs {', '.join(missing)}")
+        given.insert(0, first)
+    if not given:
+        raise ConfigError(
+            "MEMORYROUTER_SIGNIN=oidc needs MEMORYROUTER_OIDC_ISSUER, MEMORYROUTER_OIDC_CLIENT_ID "
+            "and MEMORYROUTER_OIDC_CLIENT_SECRET, or MEMORYROUTER_OIDC_PROVIDERS"
+        )
     if service is None:
         raise ConfigError(
             "MEMORYROUTER_SIGNIN=oidc makes a vault for each person in the store this server "
             "serves: it cannot be used with MEMORYROUTER_API_URL"
         )
-    assert settings.oidc_issuer and settings.oidc_client_id and settings.oidc_client_secret
-    oidc = OidcSettings(
-        issuer=settings.oidc_issuer,
-        client_id=settings.oidc_client_id,
-        client_secret=settings.oidc_client_secret,
-        redirect_uri=settings.base_url + OIDC_CALLBACK_PATH,
-        scopes=settings.oidc_scopes,
-    )
     serving = service
 
     async def provision(person: Identity) -> str:
@@ -286,13 +298,30 @@ def identity_provider(settings: Settings, service: VaultService | None) -> Ident
         key, _ = await anyio.to_thread.run_sync(lambda: serving.create_vault(name=name))
         return str(key)
 
-    return IdentityProvider(
-        client=OidcClient(oidc, httpx2.AsyncClient(timeout=OIDC_TIMEOUT)),
-        name=settings.oidc_name or httpx2.URL(settings.oidc_issuer).host,
-        provision=provision,
-        allowed_domains=tuple(settings.oidc_allowed_domains),
-        allowed_emails=tuple(settings.oidc_allowed_emails),
-    )
+    made: list[IdentityProvider] = []
+    for one in given:
+        oidc = OidcSettings(
+            issuer=one.issuer,
+            client_id=one.client_id,
+            client_secret=one.client_secret,
+            redirect_uri=settings.base_url + OIDC_CALLBACK_PATH,
+            scopes=one.scopes,
+        )
+        # which provider a sign-in went to, named in its state: the same on every replica
+        key = hashlib.sha256(f"{one.issuer}\0{one.client_id}".encode()).hexdigest()[:8]
+        if any(p.key == key for p in made):
+            raise ConfigError(f"the OpenID Provider {one.issuer} ({one.client_id}) is named twice")
+        made.append(
+            IdentityProvider(
+                client=OidcClient(oidc, httpx2.AsyncClient(timeout=OIDC_TIMEOUT)),
+                name=one.name or httpx2.URL(one.issuer).host,
+                provision=provision,
+                allowed_domains=tuple(one.allowed_domains),
+                allowed_emails=tuple(one.allowed_emails),
+                key=key,
+            )
+        )
+    return made
 
 
 def external_oauth(

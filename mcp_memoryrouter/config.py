@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mcp_memoryrouter import limits
@@ -20,6 +20,18 @@ def default_data_dir() -> Path:
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "mcp-memoryrouter"
+
+
+class OidcProviderSettings(BaseModel):
+    """One OpenID Provider people may sign in with (MEMORYROUTER_OIDC_PROVIDERS)."""
+
+    issuer: str
+    client_id: str
+    client_secret: str
+    name: str | None = None
+    scopes: str = "openid email profile"
+    allowed_domains: list[str] = []
+    allowed_emails: list[str] = []
 
 
 class Settings(BaseSettings):
@@ -96,6 +108,10 @@ class Settings(BaseSettings):
     oidc_scopes: str = "openid email profile"
     oidc_allowed_domains: list[str] = []  # verified email domains admitted (empty: anyone)
     oidc_allowed_emails: list[str] = []  # verified email addresses admitted
+    # more providers beside (or instead of) the one above, each with the same fields:
+    # MEMORYROUTER_OIDC_PROVIDERS='[{"issuer": "…", "client_id": "…", "client_secret": "…",
+    # "name": "…", "allowed_domains": ["…"]}]'
+    oidc_providers: list[OidcProviderSettings] = []
     # the chat proxy (docs/proxy.md): provider routes with memory; off removes the routes
     proxy: Literal["on", "off"] = "on"
     upstream_openai_url: str = "https://api.openai.com/v1"  # any OpenAI-compatible base URL

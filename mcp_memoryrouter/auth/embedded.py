@@ -4,7 +4,7 @@ our provider, discovery documents and the sign-in and consent pages."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,13 +58,13 @@ class EmbeddedAuthServer:
     store: AuthStore
     routes: list[Route]
     _http: httpx2.AsyncClient
-    identity_provider: IdentityProvider | None = None
+    identity_providers: tuple[IdentityProvider, ...] = ()
     pages: Pages | None = None  # the sign-in pages (the explorer signs in through them too)
 
     async def aclose(self) -> None:
         await self._http.aclose()
-        if self.identity_provider is not None:
-            await self.identity_provider.client.aclose()
+        for identity_provider in self.identity_providers:
+            await identity_provider.client.aclose()
         self.store.close()
 
 
@@ -105,7 +105,7 @@ def build_embedded(
     sealer: Sealer | None = None,
     store: AuthStore | None = None,
     signer: Signer | KeyRing | None = None,
-    identity_provider: IdentityProvider | None = None,
+    identity_providers: Sequence[IdentityProvider] = (),
 ) -> EmbeddedAuthServer:
     """``server_name`` is what the pages call this server (default: the issuer's host). The
     sealing key, the state and the signing keys default to files in ``data_dir``; replicas
@@ -124,7 +124,7 @@ def build_embedded(
         store, signer, sealer, documents, verifier, vault, lifetimes=lifetimes, clock=clock
     )
     name = server_name or httpx2.URL(issuer).host
-    pages = Pages(provider, vault, policy.descriptions, name, identity_provider)
+    pages = Pages(provider, vault, policy.descriptions, name, identity_providers)
     authenticator = ClientAuthenticator(provider)
     registration = ClientRegistrationOptions(
         enabled=True, valid_scopes=list(ALL_SCOPES), default_scopes=list(ALL_SCOPES)
@@ -169,5 +169,5 @@ def build_embedded(
     ]
     routes = throttled(routes, Throttle(limits, lambda: int(clock() * 1000)))
     return EmbeddedAuthServer(
-        issuer, provider, verifier, signer, store, routes, http, identity_provider, pages
+        issuer, provider, verifier, signer, store, routes, http, tuple(identity_providers), pages
     )

@@ -152,8 +152,10 @@ class OidcClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def start(self) -> Started:
-        state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    async def start(self, state_prefix: str = "") -> Started:
+        """A new sign-in; its ``state`` begins with ``state_prefix`` (which provider, when a
+        server has several: the callback reads it back from the state it chose itself)."""
+        state, nonce = state_prefix + secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         verifier = secrets.token_urlsafe(48)
         document = await self._discovery()
         query = urlencode(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from html import escape
@@ -66,6 +66,11 @@ class IdentityProvider:
     provision: Callable[[Identity], Awaitable[str]]
     allowed_domains: tuple[str, ...] = ()
     allowed_emails: tuple[str, ...] = ()
+    key: str = "p"  # names it in a sign-in's state: stable across replicas and restarts
+
+    @property
+    def state_prefix(self) -> str:
+        return self.key + "."
 
 
 # The explorer (/ui) signs people in through the same provider and the same callback: its
@@ -86,11 +91,11 @@ class IdentitySignedIn:
 
 @dataclass(frozen=True)
 class ExplorerIdentity:
-    """What the explorer's sign-in page offers: the provider's name, and the start of a
-    sign-in that comes back to ``next_path``."""
+    """What the explorer's sign-in page offers: each provider's key and name, and the start
+    of a sign-in with one of them (by key) that comes back to ``next_path``."""
 
-    name: str
-    start: Callable[[str], Awaitable[Response]]
+    providers: tuple[tuple[str, str], ...]
+    start: Callable[[str, str], Awaitable[Response]]
 
 
 SECURITY_HEADERS = {
@@ -160,11 +165,11 @@ class Pages:
         vault: VaultClient,
         descriptions: dict[Scope, str],
         server_name: str,
-        identity_provider: IdentityProvider | None = None,
+        identity_providers: Sequence[IdentityProvider] = (),
     ) -> None:
-        """``identity_provider``: people sign in with it instead of a memory key
+        """``identity_providers``: people sign in with one of them instead of a memory key
         (``MEMORYROUTER_SIGNIN=oidc``)."""
-        self._idp = identity_provider
+        self._idps = {idp.key: idp for idp in identity_providers}
         # the explorer's session maker, handed in by the composition root when it serves both
         self.explorer_signed_in: Callable[[IdentitySignedIn], Awaitable[Response]] | None = None
         self._provider = provider
@@ -293,13 +298,17 @@ class Pages:
             return exc
 
     def _sign_in_page(self, pending: PendingRequest, message: str | None = None) -> Response:
-        if self._idp is not None:
+        if self._idps:
+            buttons = "".join(
+                f'<form method="post" action="{OIDC_START_PATH}">{hidden(pending)}'
+                f'<input type="hidden" name="provider" value="{escape(idp.key)}">'
+                f'<button type="submit">Continue with {escape(idp.name)}</button></form>'
+                for idp in self._idps.values()
+            )
             body = (
                 f"<p>{client_words(pending)} wants to use your memory vault on "
                 f"<strong>{self._server}</strong>.</p>"
-                f"{error_text(message)}"
-                f'<form method="post" action="{OIDC_START_PATH}">{hidden(pending)}'
-                f'<button type="submit">Continue with {escape(self._idp.name)}</button></form>'
+                f"{error_text(message)}{buttons}"
                 '<p class="note">The first time, a memory vault of your own is made for you. '
                 f"This browser stays signed in for {SESSION_SECONDS // 86_400} days.</p>"
             )
@@ -325,7 +334,7 @@ class Pages:
         pending, fields = await self._form(request)
         if pending is None:
             return refused()
-        if self._idp is not None:  # no memory key is ever typed here
+        if self._idps:  # no memory key is ever typed here
             return refused()
         key = (fields.get("memory_key") or [""])[0].strip()
         info = await self._check(key)
@@ -350,11 +359,16 @@ class Pages:
     # sign-in with an identity provider -----------------------------------------------------
 
     async def oidc_start(self, request: Request) -> Response:
-        pending, _ = await self._form(request)
-        if pending is None or self._idp is None:
+        pending, fields = await self._form(request)
+        chosen = (fields.get("provider") or [""])[0]
+        # one provider: its button may come from a page made before a second one was added
+        idp = self._idps.get(chosen) or (
+            next(iter(self._idps.values())) if len(self._idps) == 1 and not chosen else None
+        )
+        if pending is None or idp is None:
             return refused()
         try:
-            started = await self._idp.client.start()
+            started = await idp.client.start(idp.state_prefix)
         except OidcRefused as refusal:
             return self._sign_in_page(pending, refusal.reason)
         login = OidcLogin(pending.id, started.nonce, started.verifier, pending.expires_at)
@@ -365,13 +379,19 @@ class Pages:
         """Where the identity provider sends the person back: the login this ``state`` names
         must be this browser's pending request (or explorer sign-in); then who they are,
         whether this server admits them, and their vault (made at their first sign-in)."""
-        if self._idp is None:
-            return refused()
         query = request.query_params
         state, now = query.get("state", ""), self._provider.clock()
+        idp = self._idps.get(state.partition(".")[0])
+        if idp is None:
+            return page(
+                "This sign-in cannot be finished",
+                "<p>It did not come from an identity provider this server signs people in "
+                "with. Nothing was shared. Start again from your app or the explorer.</p>",
+                status=400,
+            )
         login = await self._db(partial(self._store.take_oidc_login, state, now))
         if login is not None and login.request_id.startswith(EXPLORER_LOGIN):
-            return await self._explorer_callback(request, login)
+            return await self._explorer_callback(request, idp, login)
         pending = await self._pending(request)
         if login is None or pending is None or pending.id != login.request_id:
             return page(
@@ -380,33 +400,30 @@ class Pages:
                 "was shared. Start connecting again from your app.</p>",
                 status=400,
             )
-        found = await self._person_vault(request, login, CONNECT_AGAIN)
+        found = await self._person_vault(request, idp, login, CONNECT_AGAIN)
         if isinstance(found, Response):
             return self._sign_in_page(pending, UNREACHABLE) if found is _UNREACHABLE else found
         sealed, info = found
         return await self._session_for(pending, sealed, info)
 
     async def _person_vault(
-        self, request: Request, login: OidcLogin, again: str
+        self, request: Request, idp: IdentityProvider, login: OidcLogin, again: str
     ) -> tuple[str, KeyInfo] | Response:
-        """The signed-in person's vault (sealed key, what it may do), or the page refusing
-        them (``_UNREACHABLE`` when the vault could not be asked)."""
-        assert self._idp is not None
+        """The person ``idp`` signed in: their vault (sealed key, what it may do), or the
+        page refusing them (``_UNREACHABLE`` when the vault could not be asked)."""
         query = request.query_params
         if "error" in query:
             said = query.get("error_description") or query.get("error") or ""
             return self._refusal(f"The identity provider did not sign you in: {said}", 403, again)
         try:
-            person = await self._idp.client.identity(
-                query.get("code", ""), login.verifier, login.nonce
-            )
+            person = await idp.client.identity(query.get("code", ""), login.verifier, login.nonce)
         except OidcRefused as refusal:
             return self._refusal(refusal.reason, refusal.status, again)
-        why = admitted(person, self._idp.allowed_domains, self._idp.allowed_emails)
+        why = admitted(person, idp.allowed_domains, idp.allowed_emails)
         if why is not None:
             return self._refusal(why, 403, again)
         try:
-            sealed, info = await self._vault_of(person)
+            sealed, info = await self._vault_of(idp, person)
         except MemoryRouterError:
             return _UNREACHABLE
         if info is None:
@@ -423,14 +440,17 @@ class Pages:
     def explorer_identity(self) -> ExplorerIdentity | None:
         """What the explorer offers instead of a key form, when people sign in here with an
         identity provider."""
-        if self._idp is None:
+        if not self._idps:
             return None
-        return ExplorerIdentity(self._idp.name, self._start_for_explorer)
+        offered = tuple((idp.key, idp.name) for idp in self._idps.values())
+        return ExplorerIdentity(offered, self._start_for_explorer)
 
-    async def _start_for_explorer(self, next_path: str) -> Response:
-        assert self._idp is not None
+    async def _start_for_explorer(self, key: str, next_path: str) -> Response:
+        idp = self._idps.get(key)
+        if idp is None:
+            return self._refusal("No such identity provider here.", 400, EXPLORER_AGAIN)
         try:
-            started = await self._idp.client.start()
+            started = await idp.client.start(idp.state_prefix)
         except OidcRefused as refusal:
             return self._refusal(refusal.reason, refusal.status, EXPLORER_AGAIN)
         secret = secrets.token_urlsafe(32)
@@ -444,7 +464,9 @@ class Pages:
         self._cookies.set_explorer_login(response, secret)
         return response
 
-    async def _explorer_callback(self, request: Request, login: OidcLogin) -> Response:
+    async def _explorer_callback(
+        self, request: Request, idp: IdentityProvider, login: OidcLogin
+    ) -> Response:
         binding, _, next_path = login.request_id.removeprefix(EXPLORER_LOGIN).partition("\n")
         secret = request.cookies.get(EXPLORER_LOGIN_COOKIE) or ""
         if self.explorer_signed_in is None or not hmac.compare_digest(digest(secret), binding):
@@ -454,7 +476,7 @@ class Pages:
                 "explorer. Sign in again from the explorer.</p>",
                 status=400,
             )
-        found = await self._person_vault(request, login, EXPLORER_AGAIN)
+        found = await self._person_vault(request, idp, login, EXPLORER_AGAIN)
         if found is _UNREACHABLE:
             return self._refusal(UNREACHABLE, 503, EXPLORER_AGAIN)
         if isinstance(found, Response):
@@ -469,12 +491,13 @@ class Pages:
         self._cookies.clear_explorer_login(response)
         return response
 
-    async def _vault_of(self, person: Identity) -> tuple[str, KeyInfo | None]:
+    async def _vault_of(
+        self, idp: IdentityProvider, person: Identity
+    ) -> tuple[str, KeyInfo | None]:
         """The person's vault (sealed key, what it may do): made at their first sign-in."""
-        assert self._idp is not None
         known = await self._db(partial(self._store.identity, person.issuer, person.subject))
         if known is None:
-            new_key = await self._idp.provision(person)
+            new_key = await idp.provision(person)
             made_info = await key_info_or_none(self._vault, new_key)
             assert made_info is not None
             made = IdentityRow(made_info.vault, self._provider.seal(new_key))

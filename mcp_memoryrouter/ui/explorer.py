@@ -349,7 +349,7 @@ class Explorer:
             needs_key=self._default_key is None,
             next_path=local_path(request.query_params.get("next")),
             notice=notice,
-            provider=None if self.identity is None else self.identity.name,
+            providers=() if self.identity is None else self.identity.providers,
         )
         response = html(content)
         self._set(response, SIGN_IN_COOKIE, token, SIGN_IN_SECONDS)
@@ -382,7 +382,8 @@ class Explorer:
         if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
             return html(render.problem("Refused", FORBIDDEN_FORM, None, back=url("/sign-in")), 403)
         if self.identity is not None:  # no memory key is typed here: the provider signs in
-            message = f"Sign in with {self.identity.name}."
+            names = " or ".join(name for _, name in self.identity.providers)
+            message = f"Sign in with {names}."
             return html(render.problem("Refused", message, None, back=url("/sign-in")), 403)
         key = self._default_key or (form.get("key") or [""])[0].strip()
         try:
@@ -416,7 +417,8 @@ class Explorer:
         refused = self._too_many_sign_ins(request)
         if refused is not None:
             return refused
-        return await self.identity.start(local_path(request.query_params.get("next")))
+        key = request.query_params.get("provider") or self.identity.providers[0][0]
+        return await self.identity.start(key, local_path(request.query_params.get("next")))
 
     async def identity_signed_in(self, person: IdentitySignedIn) -> Response:
         """A person the identity provider signed in: a session on their vault, and a page

@@ -113,17 +113,22 @@ def sign_in(
     next_path: str = PREFIX,
     notice: str | None = None,
     error: str | None = None,
-    provider: str | None = None,
+    providers: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The sign-in form: a memory key, the button of the identity provider people sign in
-    with (``provider``), or one button for a local vault without keys."""
-    if provider is not None:
-        # a link, not a form: the page's form-action 'self' would stop a form's redirect to
+    """The sign-in form: a memory key, a button for each identity provider people sign in
+    with (``providers``: key and name), or one button for a local vault without keys."""
+    if providers:
+        # links, not forms: the page's form-action 'self' would stop a form's redirect to
         # the provider; starting a sign-in changes nothing until the provider says who it is
-        start = url("/sign-in/provider", next=next_path)
+        links = [
+            (url("/sign-in/provider", provider=key, next=next_path), n) for key, n in providers
+        ]
+        buttons = "".join(
+            f'<p><a class="button" href="{esc(link)}">Continue with {esc(name)}</a></p>'
+            for link, name in links
+        )
         body = (
-            f'<div class="card"><p><a class="button" href="{esc(start)}">Continue with '
-            f"{esc(provider)}</a></p>"
+            f'<div class="card">{buttons}'
             '<p class="note">Sign in as you do when you connect an app to this server: the '
             "vault made for you at your first sign-in opens. This browser keeps only a session "
             "cookie.</p></div>"
