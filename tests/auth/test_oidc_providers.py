@@ -16,8 +16,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+import pytest
 
-from mcp_memoryrouter.config import OidcProviderSettings
+from mcp_memoryrouter.app import create_server
+from mcp_memoryrouter.config import OidcProviderSettings, Settings
+from mcp_memoryrouter.errors import ConfigError
 from tests.auth.conftest import (
     REDIRECT_URI,
     OAuthServer,
@@ -161,3 +164,28 @@ def test_the_explorer_offers_every_provider(tmp_path: Path) -> None:
         assert browser.get(back).status_code == 200
         overview = browser.get(server.base + "/ui")
         assert overview.status_code == 200 and "Sign out" in overview.text
+
+
+def test_provider_settings_that_cannot_work_stop_the_server(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="MEMORYROUTER_OIDC_PROVIDERS"):
+        create_server(Settings(data_dir=tmp_path / "a", embeddings="none", signin="oidc"))
+    with pytest.raises(ConfigError, match="MEMORYROUTER_OIDC_CLIENT_SECRET"):
+        create_server(
+            Settings(
+                data_dir=tmp_path / "b",
+                embeddings="none",
+                signin="oidc",
+                oidc_issuer="https://id.example",
+                oidc_client_id="c",
+            )
+        )
+    twice = OidcProviderSettings(issuer="https://id.example", client_id="c", client_secret="s")
+    with pytest.raises(ConfigError, match="named twice"):
+        create_server(
+            Settings(
+                data_dir=tmp_path / "c",
+                embeddings="none",
+                signin="oidc",
+                oidc_providers=[twice, twice],
+            )
+        )
