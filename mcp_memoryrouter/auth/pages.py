@@ -124,7 +124,6 @@ KEY_ORIGIN = (
 UNREACHABLE = "The vault could not be reached. Try again."
 CONNECT_AGAIN = "Nothing was shared with the app. Start connecting again from your app."
 EXPLORER_AGAIN = "Sign in again from the explorer."
-_UNREACHABLE = HTMLResponse("", status_code=503)  # a marker: the vault could not be asked
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -400,9 +399,12 @@ class Pages:
                 "was shared. Start connecting again from your app.</p>",
                 status=400,
             )
-        found = await self._person_vault(request, idp, login, CONNECT_AGAIN)
+        try:
+            found = await self._person_vault(request, idp, login, CONNECT_AGAIN)
+        except MemoryRouterError:
+            return self._sign_in_page(pending, UNREACHABLE)
         if isinstance(found, Response):
-            return self._sign_in_page(pending, UNREACHABLE) if found is _UNREACHABLE else found
+            return found
         sealed, info = found
         return await self._session_for(pending, sealed, info)
 
@@ -410,7 +412,7 @@ class Pages:
         self, request: Request, idp: IdentityProvider, login: OidcLogin, again: str
     ) -> tuple[str, KeyInfo] | Response:
         """The person ``idp`` signed in: their vault (sealed key, what it may do), or the
-        page refusing them (``_UNREACHABLE`` when the vault could not be asked)."""
+        page refusing them; ``MemoryRouterError`` when the vault could not be asked."""
         query = request.query_params
         if "error" in query:
             said = query.get("error_description") or query.get("error") or ""
@@ -422,10 +424,7 @@ class Pages:
         why = admitted(person, idp.allowed_domains, idp.allowed_emails)
         if why is not None:
             return self._refusal(why, 403, again)
-        try:
-            sealed, info = await self._vault_of(idp, person)
-        except MemoryRouterError:
-            return _UNREACHABLE
+        sealed, info = await self._vault_of(idp, person)
         if info is None:
             return self._refusal(
                 "The key of your vault on this server was revoked, so it cannot be opened by "
@@ -476,8 +475,9 @@ class Pages:
                 "explorer. Sign in again from the explorer.</p>",
                 status=400,
             )
-        found = await self._person_vault(request, idp, login, EXPLORER_AGAIN)
-        if found is _UNREACHABLE:
+        try:
+            found = await self._person_vault(request, idp, login, EXPLORER_AGAIN)
+        except MemoryRouterError:
             return self._refusal(UNREACHABLE, 503, EXPLORER_AGAIN)
         if isinstance(found, Response):
             return found

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
@@ -22,18 +21,16 @@ from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError
 from tests.auth.conftest import (
-    REDIRECT_URI,
     OAuthServer,
     authorize_url,
     call_mcp,
-    exchange,
     oauth_server_at,
     pkce,
     read_form,
     register,
 )
 from tests.auth.oidc_idp import Idp, running_idp
-from tests.auth.test_oidc_signin import CLIENT, PEOPLE
+from tests.auth.test_oidc_signin import CLIENT, PEOPLE, consented
 from tests.support import free_port
 
 COMPANY_CLIENT = {"client_id": "memoryrouter-co", "client_secret": "another-long-secret-for-tests"}
@@ -102,20 +99,7 @@ def connect_with(
         idp = idps[provider]
         assert idp.owns(started.headers["location"])
         answer = browser.get(idp.sign_in(browser, started.headers["location"], login))
-        if answer.status_code != 303:
-            return answer
-        consent = browser.get(server.base + answer.headers["location"])
-        form = read_form(consent.text)
-        done = browser.post(
-            server.base + "/oauth/consent",
-            data={**form.fields, "scope": form.scopes, "decision": "allow"},
-        )
-        assert done.headers["location"].startswith(REDIRECT_URI)
-        code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
-        tokens = exchange(server, client_id, code, verifier)
-        assert tokens.status_code == 200, tokens.text
-        body: dict[str, Any] = tokens.json()
-        return body
+        return consented(server, browser, answer, client_id, verifier)
 
 
 def vault_of(server: OAuthServer, tokens: dict[str, Any]) -> str:

@@ -65,22 +65,33 @@ def connect(server: OAuthServer, idp: Idp, login: str) -> httpx2.Response | dict
         started = browser.post(server.base + "/oauth/oidc/start", data=read_form(page.text).fields)
         assert started.status_code == 303 and idp.owns(started.headers["location"])
         back = idp.sign_in(browser, started.headers["location"], login)
-        answer = browser.get(back)
-        if answer.status_code != 303:
-            return answer
-        consent = browser.get(server.base + answer.headers["location"])
-        form = read_form(consent.text)
-        done = browser.post(
-            server.base + "/oauth/consent",
-            data={**form.fields, "scope": form.scopes, "decision": "allow"},
-        )
-        assert done.status_code == 303, done.text
-        assert done.headers["location"].startswith(REDIRECT_URI)
-        code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
-        tokens = exchange(server, client_id, code, verifier)
-        assert tokens.status_code == 200, tokens.text
-        body: dict[str, Any] = tokens.json()
-        return body
+        return consented(server, browser, browser.get(back), client_id, verifier)
+
+
+def consented(
+    server: OAuthServer,
+    browser: httpx2.Client,
+    answer: httpx2.Response,
+    client_id: str,
+    verifier: str,
+) -> httpx2.Response | dict[str, Any]:
+    """After the provider's redirect back (``answer``): consent, and the code exchanged for
+    the token response; or ``answer`` itself when the callback refused."""
+    if answer.status_code != 303:
+        return answer
+    consent = browser.get(server.base + answer.headers["location"])
+    form = read_form(consent.text)
+    done = browser.post(
+        server.base + "/oauth/consent",
+        data={**form.fields, "scope": form.scopes, "decision": "allow"},
+    )
+    assert done.status_code == 303, done.text
+    assert done.headers["location"].startswith(REDIRECT_URI)
+    code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
+    tokens = exchange(server, client_id, code, verifier)
+    assert tokens.status_code == 200, tokens.text
+    body: dict[str, Any] = tokens.json()
+    return body
 
 
 def remembered(server: OAuthServer, token: str) -> str:

@@ -68,18 +68,26 @@ class CommonTerms:
     def searchable(self, conn: Conn, vault_id: str, terms: Sequence[str]) -> list[str]:
         """``terms`` without words that have no lexeme or are too common in the vault to rank
         anything (all but the rarest when every word is common), in their order."""
-        lexemes = self._lexemes_of(conn, terms)
-        words = [t for t in terms if lexemes[t]]
-        stats = self._statistics(conn, vault_id)
-        # A word that splits into several lexemes (``e-mail``) is as selective as its rarest.
-        doc_freq = {t: min(stats.doc_freq.get(x, 0) for x in lexemes[t]) for t in words}
-        return prune_common(words, doc_freq, stats.rows)
+        return self._searchable(conn, vault_id, terms, self._lexemes_of(conn, terms))
 
     def lexemes(self, conn: Conn, vault_id: str, terms: Sequence[str]) -> list[str]:
         """The lexemes of the searchable ``terms``, one entry per word that gives it (a lexeme
         two words give counts twice, as a token does in FTS5)."""
         lexemes = self._lexemes_of(conn, terms)
-        return [x for t in self.searchable(conn, vault_id, terms) for x in lexemes[t]]
+        return [x for t in self._searchable(conn, vault_id, terms, lexemes) for x in lexemes[t]]
+
+    def _searchable(
+        self,
+        conn: Conn,
+        vault_id: str,
+        terms: Sequence[str],
+        lexemes: dict[str, tuple[str, ...]],
+    ) -> list[str]:
+        words = [t for t in terms if lexemes[t]]
+        stats = self._statistics(conn, vault_id)
+        # A word that splits into several lexemes (``e-mail``) is as selective as its rarest.
+        doc_freq = {t: min(stats.doc_freq.get(x, 0) for x in lexemes[t]) for t in words}
+        return prune_common(words, doc_freq, stats.rows)
 
     def _lexemes_of(self, conn: Conn, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:
