@@ -187,3 +187,29 @@ def test_a_bad_as_of_is_400_by_field(vault: Vault) -> None:
     assert response.json()["error"]["details"]["field"] == "as_of"
     response = vault.post("/v1/memory/prepare", {"query": "cook", "as_of": 5})
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("question", "as_of"),
+    [
+        ("what did I cook 3000 years ago?", None),
+        ("what will I cook in december 9999?", None),
+        ("what did I cook 99999999999999 days ago?", None),
+        ("what did I cook last year?", "0001-01-01"),
+        ("what did I cook yesterday?", "0001-01-01T00:00:00Z"),
+        ("what am I cooking this year?", "9999-12-31"),
+        ("what am I cooking today?", "9999-12-31T23:59:59.999Z"),
+    ],
+)
+def test_a_question_naming_a_time_out_of_range_is_answered_on_search_and_prepare(
+    vault: Vault, question: str, as_of: str | None
+) -> None:
+    say(vault, "c", "2026-05-09", ("user", "I cooked tagine at home."))
+    vault.worker.drain()
+    body = {"query": question, **({"as_of": as_of} if as_of else {})}
+    found = vault.post("/v1/memory/search", body)
+    assert found.status_code == 200, found.text
+    assert [row["content"] for row in found.json()["memories"]] == ["I cooked tagine at home."]
+    prepared = vault.post("/v1/memory/prepare", body)
+    assert prepared.status_code == 200, prepared.text
+    assert "tagine" in prepared.json()["context"]

@@ -1,5 +1,11 @@
 """The time a question names ("last month", "in May", "two weeks ago"), as a window relative to
-the moment it is asked. Pure: the moment comes in as an argument."""
+the moment it is asked. Pure: the moment comes in as an argument.
+
+Days are counted as proleptic Gregorian day numbers (1 is 0001-01-01), plain integers with no
+bounds, so "3000 years ago" or "in December 9999" is arithmetic, not a ``datetime`` out of
+range; the window is then clamped to the moments a date can be rendered for (years 1 to
+9999, well inside the store's 64-bit milliseconds), and a window wholly outside them names
+no time."""
 
 from __future__ import annotations
 
@@ -48,74 +54,94 @@ _IN_YEAR = re.compile(r"\b(?:in|during|back in)\s+((?:19|20)\d{2})\b")
 
 Window = tuple[int, int]  # [from, to] in epoch milliseconds, both inclusive
 
+_DAY_MS = 86_400_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FIRST_MS = to_ms(datetime(1, 1, 1, tzinfo=UTC))  # the first moment a date can be rendered for
+_LAST_MS = to_ms(datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC))  # and the last
+_MAX_DIGITS = 9  # a count of 10**9 days or more is out of range whatever the unit
+_DAYS_BEFORE_MONTH = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 
-def _day(moment: datetime) -> datetime:
-    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
-def _month_start(year: int, month: int) -> datetime:
+def _first_of(year: int, month: int) -> int:
+    """The day number of the first of ``month`` (months past 12 or below 1 roll the year),
+    for any year: the formula ``date.toordinal`` uses, without its bounds."""
     year, month = year + (month - 1) // 12, (month - 1) % 12 + 1
-    return datetime(year, month, 1, tzinfo=UTC)
+    before = year - 1
+    days = before * 365 + before // 4 - before // 100 + before // 400
+    return days + _DAYS_BEFORE_MONTH[month - 1] + (month > 2 and _leap(year)) + 1
 
 
-def _span(start: datetime, end: datetime) -> Window:
-    """[start, end) as inclusive milliseconds."""
-    return to_ms(start), to_ms(end) - 1
+def _span(first_day: int, end_day: int) -> Window | None:
+    """Days [first_day, end_day) as inclusive milliseconds, clamped to the renderable years;
+    None when nothing of it is inside them."""
+    start = max(_FIRST_MS + (first_day - 1) * _DAY_MS, _FIRST_MS)
+    end = min(_FIRST_MS + (end_day - 1) * _DAY_MS - 1, _LAST_MS)
+    return (start, end) if start <= end else None
 
 
-def _year(year: int) -> Window:
-    return _span(datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC))
+def _year(year: int) -> Window | None:
+    return _span(_first_of(year, 1), _first_of(year + 1, 1))
 
 
-def _month(year: int, month: int) -> Window:
-    start = _month_start(year, month)
-    return _span(start, _month_start(start.year, start.month + 1))
+def _month(year: int, month: int) -> Window | None:
+    return _span(_first_of(year, month), _first_of(year, month + 1))
 
 
-def _ago(count: int, unit: str, now: datetime) -> Window:
-    today = _day(now)
+def _ago(count: int, unit: str, now: datetime) -> Window | None:
+    today = now.toordinal()
     if unit == "day":
-        day = today - timedelta(days=count)
-        return _span(day, day + timedelta(days=1))
+        return _span(today - count, today - count + 1)
     if unit == "week":
-        centre = today - timedelta(weeks=count)
-        return _span(centre - timedelta(days=3), centre + timedelta(days=4))
+        centre = today - 7 * count
+        return _span(centre - 3, centre + 4)
     if unit == "month":
         return _month(now.year, now.month - count)
     return _year(now.year - count)
 
 
-def _relative(words: list[str], now: datetime) -> Window:
-    today = _day(now)
+def _relative(words: list[str], now: datetime) -> Window | None:
+    today = now.toordinal()
     if words == ["yesterday"]:
-        return _span(today - timedelta(days=1), today)
+        return _span(today - 1, today)
     if words == ["today"]:
-        return _span(today, today + timedelta(days=1))
+        return _span(today, today + 1)
     which, unit = words[0], words[-1]
     if which == "past":  # the last 7, 30 or 365 days up to today
         days = {"week": 7, "month": 30, "year": 365}[unit]
-        return _span(today - timedelta(days=days), today + timedelta(days=1))
+        return _span(today - days, today + 1)
     back = 0 if which == "this" else 1
     if unit == "week":
-        monday = today - timedelta(days=today.weekday() + 7 * back)
-        return _span(monday, monday + timedelta(days=7))
+        monday = today - now.weekday() - 7 * back
+        return _span(monday, monday + 7)
     if unit == "month":
         return _month(now.year, now.month - back)
     return _year(now.year - back)
 
 
+def _moment(as_of_ms: int) -> datetime:
+    """``as_of_ms`` as a UTC datetime, held within the renderable years."""
+    return _EPOCH + timedelta(milliseconds=min(max(as_of_ms, _FIRST_MS), _LAST_MS))
+
+
 def window_in(question: str, as_of_ms: int) -> Window | None:
     """The window the question's own words name, relative to ``as_of_ms``; None when it names
-    no time this understands. Calendar units are whole: "last month" is the calendar month
-    before the one ``as_of`` is in; "two weeks ago" is the week around that day; "in May" is
-    the latest May not after ``as_of``."""
+    no time this understands, or a time wholly outside the years 1 to 9999. Calendar units
+    are whole: "last month" is the calendar month before the one ``as_of`` is in; "two weeks
+    ago" is the week around that day; "in May" is the latest May not after ``as_of``."""
     text = question.lower()
-    now = datetime.fromtimestamp(as_of_ms / 1000, tz=UTC)
+    now = _moment(as_of_ms)
     if found := _AGO.search(text):
         amount = found.group(1)
-        count = (
-            int(amount) if amount.isdigit() else _NUMBERS[amount.removesuffix(" of").split()[-1]]
-        )
+        if not amount.isdigit():
+            count = _NUMBERS[amount.removesuffix(" of").split()[-1]]
+        elif len(amount) <= _MAX_DIGITS:  # (and int() refuses a few thousand digits)
+            count = int(amount)
+        else:
+            return None
         return _ago(count, found.group(2), now)
     if found := _RELATIVE.search(text):
         return _relative(found.group(1).split(), now)
