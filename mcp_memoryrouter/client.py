@@ -160,15 +160,32 @@ class VaultClient:
         return await self._call("GET", "/healthz", None, schemas.Health)
 
     async def export_lines(self) -> AsyncIterator[dict[str, Any]]:
-        """``GET /v1/memory/export``: the vault's NDJSON dump, one parsed line at a time."""
+        """``GET /v1/memory/export``: the vault's NDJSON dump, one parsed line at a time.
+
+        A record ends at "\\n" only: ``aiter_lines`` splits as ``str.splitlines`` does, also
+        at U+2028, U+2029 and U+0085, which the vault's JSON leaves unescaped inside a
+        string."""
         async with self._send("GET", "/v1/memory/export", None, stream=True) as response:
             try:
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        parsed: dict[str, Any] = json.loads(line)
-                        yield parsed
+                async for number, line in ndjson_records(response.aiter_bytes()):
+                    yield self._record(number, line)
             except httpx2.HTTPError as exc:
                 raise self._unreachable(exc) from exc
+
+    def _record(self, number: int, line: bytes) -> dict[str, Any]:
+        try:
+            parsed = json.loads(line)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
+            raise TransportFailure(
+                f"the export from {self.base_url} broke off: its line {number} is not a JSON "
+                f"record ({type(exc).__name__}); run the export again"
+            ) from exc
+        if not isinstance(parsed, dict):
+            raise TransportFailure(
+                f"the export from {self.base_url} broke off: its line {number} is not a JSON "
+                "object; run the export again"
+            )
+        return parsed
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -248,3 +265,25 @@ def _error_of(response: httpx2.Response) -> MemoryRouterError:
         return error_for(str(error["code"]), str(error["message"]), dict(error.get("details", {})))
     except (ValueError, KeyError, TypeError):
         return MemoryRouterError(f"the vault answered HTTP {response.status_code}")
+
+
+async def ndjson_records(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes]]:
+    """The records of an NDJSON body, numbered from 1: split at b"\\n" alone (a multi-byte
+    UTF-8 character never holds that byte), blank lines skipped, a last line without its
+    newline kept."""
+    pending: list[bytes] = []
+    number = 0
+    async for chunk in chunks:
+        head, *rest = chunk.split(b"\n")
+        pending.append(head)
+        if not rest:
+            continue
+        *complete, tail = [b"".join(pending), *rest]
+        pending = [tail]
+        for line in complete:
+            number += 1
+            if line.strip():
+                yield number, line
+    last = b"".join(pending)
+    if last.strip():
+        yield number + 1, last

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
+
 import httpx2
 import pytest
 
@@ -277,3 +280,35 @@ async def test_list_and_revoke_keys_through_the_client(vault: Vault, way: str) -
     with pytest.raises(Conflict):
         await client.revoke_key(first.id)  # the vault's last read-write key
     await client.aclose()
+
+
+def exporting(*chunks: bytes) -> httpx2.MockTransport:
+    """A vault whose export body arrives in exactly these chunks."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    return httpx2.MockTransport(lambda request: httpx2.Response(200, content=body()))
+
+
+async def test_an_export_record_ends_at_a_newline_only_wherever_the_chunks_break() -> None:
+    records = [{"content": f"a{sep}b", "session_id": f"s{sep}"} for sep in "\x85\u2028\u2029"]
+    records.append({"content": "last, with no newline after it"})
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)[:-1]
+    encoded = body.encode("utf-8")
+    for size in (1, 2, 7, len(encoded)):  # 1 and 2 cut U+2028's three bytes apart
+        pieces = [encoded[i : i + size] for i in range(0, len(encoded), size)]
+        client = VaultClient("http://vault", "mk_x", transport=exporting(*pieces))
+        assert [line async for line in client.export_lines()] == records
+        await client.aclose()
+
+
+async def test_an_export_line_that_is_not_a_json_object_is_a_transport_failure() -> None:
+    for broken in (b'{"content": "cut', b"\xff\xfe", b"[1, 2]"):
+        client = VaultClient(
+            "http://vault", "mk_x", transport=exporting(b'{"content": "x"}\n\n', broken, b"\n")
+        )
+        with pytest.raises(TransportFailure):
+            _ = [line async for line in client.export_lines()]
+        await client.aclose()

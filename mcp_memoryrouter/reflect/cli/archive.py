@@ -107,7 +107,8 @@ def _sending(
 
 def _read(file: Path) -> Archive:
     try:
-        with file.open(encoding="utf-8") as lines:
+        # one record a line, ended by "\n" alone (JSON leaves U+2028 and U+0085 raw)
+        with file.open(encoding="utf-8", newline="\n") as lines:
             return read_archive(lines)
     except MemoryRouterError as exc:
         raise click.ClickException(f"{file}: {exc.message}{_export_hint(file)}") from exc
