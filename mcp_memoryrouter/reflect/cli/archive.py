@@ -17,6 +17,7 @@ import click
 
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
+from mcp_memoryrouter.private import open_private
 from mcp_memoryrouter.reflect.archive import Archive, read_archive
 from mcp_memoryrouter.reflect.cli.options import vault_failure, vault_options
 from mcp_memoryrouter.reflect.export import export_vault
@@ -167,7 +168,8 @@ def _read_history(file: Path, source: Source) -> History:
     "-o",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Write here (replaced only once the export is complete) instead of stdout.",
+    help="Write here instead of stdout: a new file readable by you alone (0600), moved into "
+    "place only once the export is complete. A symbolic link there is refused, never followed.",
 )
 def export(api_url: str, key: str, output: Path | None) -> None:
     """Export the whole vault, every tier with its lineage, as JSONL that `import` reads."""
@@ -189,10 +191,26 @@ def export(api_url: str, key: str, output: Path | None) -> None:
 
 
 def _to_file(run: Callable[[Callable[[str], object]], Awaitable[int]], output: Path) -> int:
-    """Write beside ``output`` and move it into place only once the export is complete."""
+    """Write beside ``output`` (a new file, 0600, never through a link) and move it into
+    place only once the export is complete."""
+    if output.is_symlink():
+        raise click.ClickException(
+            f"{output} is a symbolic link: export writes a new file, readable by you alone, "
+            "and follows no link; remove the link or give --output the file's own path"
+        )
     partial = output.with_name(output.name + ".partial")
     try:
-        with partial.open("w", encoding="utf-8") as sink:
+        fd = open_private(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+    except FileExistsError as exc:
+        raise click.ClickException(
+            f"{partial} already exists (left by an interrupted export, or put there by "
+            "someone else; export never writes through it): look at it, remove it, and run "
+            "the export again"
+        ) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {partial}: {type(exc).__name__}: {exc}") from exc
+    try:
+        with open(fd, "w", encoding="utf-8") as sink:
             written = anyio.run(run, sink.write)
     except BaseException:
         partial.unlink(missing_ok=True)
