@@ -1,8 +1,8 @@
 """``mcp-memoryrouter reflect | auto | import | export``: the consolidation loop's commands.
 
-They reach the vault only over its REST API (``--api-url``, ``--key``, or the environment
-variables MEMORYROUTER_API_URL and MEMORYROUTER_KEY), so they work against the local server
-and a remote one alike. Progress goes to stderr, results to stdout.
+They reach the vault only over its REST API (``--api-url`` or MEMORYROUTER_API_URL; the key
+from MEMORYROUTER_KEY or ``--key-file``, see :mod:`.options`), so they work against the local
+server and a remote one alike. Progress goes to stderr, results to stdout.
 """
 
 from __future__ import annotations
