@@ -8,14 +8,30 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import anyio
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Send
 
-from mcp_memoryrouter.errors import MemoryRouterError, RateLimited
+from mcp_memoryrouter.errors import MemoryRouterError, RateLimited, RequestTimeout
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None as soon as it passes ``limit`` bytes."""
+async def read_body(receive: Receive, limit: int, seconds: float | None = None) -> bytes | None:
+    """The whole request body, or None as soon as it passes ``limit`` bytes. With
+    ``seconds``, a body not whole by then raises :class:`RequestTimeout` (a client that
+    declares a body and stalls holds no buffer for longer)."""
+    if seconds is None:
+        return await _read_body(receive, limit)
+    try:
+        with anyio.fail_after(seconds):
+            return await _read_body(receive, limit)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the request body did not arrive within {seconds:g} s: send it whole, at once",
+            {"seconds": seconds},
+        ) from None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
     chunks: list[bytes] = []
     size = 0
     more = True

@@ -7,10 +7,13 @@ each one as ``{"error": {"code", "message", "details"}}`` and nothing else.
     ├── InvalidRequest      400  invalid_request     bad fields, tiers, importance, dates, entries
     ├── Unauthorized        401  unauthorized        missing or unknown memory key
     ├── Forbidden           403  forbidden           read-only key on a write, key mode forbids it
+    │   └── ProxiedRequest  403  proxied_request     a server without keys reached through a proxy
     ├── NotFound            404  not_found           unknown id or batch (ids of other vaults too)
     ├── LeaseExpired        409  lease_expired       commit after the batch lease ran out
     ├── Conflict            409  conflict            the change would lock the vault's owner out
+    ├── RequestTimeout      408  request_timeout     a request body that did not arrive in time
     ├── PayloadTooLarge     413  payload_too_large   request body above the limit
+    ├── UnsupportedMedia    415  unsupported_media_type  a body that is not JSON where JSON is read
     ├── RateLimited         429  rate_limited        too many requests for one key
     ├── StoreUnavailable    503  store_unavailable   the database cannot answer right now
     ├── TransportFailure    502  transport_failure   the client could not reach the vault
@@ -83,6 +86,13 @@ class Forbidden(MemoryRouterError):
     code = "forbidden"
 
 
+class ProxiedRequest(Forbidden):
+    """Raised when a server without keys (``MEMORYROUTER_AUTH=none``) is reached through a
+    proxy, or from another machine (forwarding.py)."""
+
+    code = "proxied_request"
+
+
 class NotFound(MemoryRouterError):
     """Raised for an unknown memory id or batch id, including ids of other vaults."""
 
@@ -109,6 +119,20 @@ class PayloadTooLarge(MemoryRouterError):
 
     status = 413
     code = "payload_too_large"
+
+
+class RequestTimeout(MemoryRouterError):
+    """Raised when a request body does not arrive whole within its deadline."""
+
+    status = 408
+    code = "request_timeout"
+
+
+class UnsupportedMedia(MemoryRouterError):
+    """Raised when a body is sent as something other than JSON where only JSON is read."""
+
+    status = 415
+    code = "unsupported_media_type"
 
 
 def too_large(max_bytes: int) -> PayloadTooLarge:
@@ -157,10 +181,13 @@ _BY_CODE: dict[str, type[MemoryRouterError]] = {
         InvalidRequest,
         Unauthorized,
         Forbidden,
+        ProxiedRequest,
         NotFound,
         LeaseExpired,
         Conflict,
+        RequestTimeout,
         PayloadTooLarge,
+        UnsupportedMedia,
         RateLimited,
         StoreUnavailable,
         TransportFailure,

@@ -19,6 +19,7 @@ MAX_QUERY_CHARS = 10_000
 MAX_ID_CHARS = 200  # memory ids, batch ids, session ids, key names
 MAX_INGEST_MESSAGES = 1_000
 MAX_BODY_BYTES = 1_048_576  # a request body above this is 413 (the default of the setting)
+BODY_SECONDS = 60  # a request body (REST, the chat proxy) not whole within this is 408
 
 # --- search and prepare -----------------------------------------------------------------
 SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX = 10, 250
@@ -28,6 +29,27 @@ PREPARE_MAX_TOKENS = 200_000
 
 # --- date search ------------------------------------------------------------------------
 DATE_PAGE_TOKENS = 50_000  # a page's default token budget; clamped like a checkout's
+
+# --- moments ----------------------------------------------------------------------------
+# The dates and times a request may carry: an ISO date (2026-02-01), or a date, "T" (or a
+# space) and a time of hours and minutes, seconds and a fraction optional, then Z, an offset
+# or nothing (UTC). The calendar is in the pattern (month lengths, leap days, years 0001 to
+# 9999), so the vault checks with the very patterns /openapi.json carries; both match the
+# whole text and hold nothing regex dialects read differently ([0-9], no \d or lookaround).
+_YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
+_MONTH_DAY = (
+    "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
+    "|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+    "|02-(0[1-9]|1[0-9]|2[0-8]))"
+)
+_LEAP_YEAR = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]+)?)?"
+_OFFSET = "(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+MOMENT = re.compile(f"({_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)([T ]{_TIME}{_OFFSET}?)?")
+# On the first and the last day an offset could carry a moment outside the years 0001 to
+# 9999, where no date can be written: there a time is given in UTC (Z, +00:00 or none).
+_NOT_UTC = "[+-]((0[1-9]|1[0-9]|2[0-3]):[0-5][0-9]|00:(0[1-9]|[1-5][0-9]))"
+MOMENT_OFF_THE_EDGE = re.compile(f"(0001-01-01|9999-12-31)[T ].*{_NOT_UTC}")
 
 # --- consolidation ----------------------------------------------------------------------
 CHECKOUT_TOKENS_DEFAULT = 50_000  # tier 1 batch without max_tokens
@@ -51,11 +73,13 @@ TIER2_SUGGESTED = "tier 2 consolidation suggested"
 
 # --- ids --------------------------------------------------------------------------------
 # Memory ids are UUIDs, batch ids ``cb_`` and hex. Ids never travel through the model: an
-# entry whose text holds one is refused, by the vault and by the consolidation client alike.
+# entry whose text holds one is refused, by the vault and by the consolidation client alike,
+# and /openapi.json carries the same patterns (so they hold no ``\b`` or ``\d``, which regex
+# dialects read differently).
 MEMORY_ID = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
-BATCH_ID = re.compile(r"\bcb_[0-9A-Za-z]{8,}")
+BATCH_ID = re.compile(r"cb_[0-9A-Za-z]{8,}")
 
 
 def holds_an_id(text: str) -> bool:
@@ -72,6 +96,7 @@ STORE_MEMORY_CHARS = 100_000  # store_memory's text; longer histories go through
 
 # --- the chat proxy ---------------------------------------------------------------------
 PROXY_MAX_BODY_BYTES = 32 * 1_048_576  # a chat request (images included) above this is 413
+PROXY_MAX_ANSWER_BYTES = 16 * 1_048_576  # a provider's answer held to be stored (all relayed)
 
 # --- the explorer (/ui) -----------------------------------------------------------------
 UI_FORM_MAX_BYTES = 64 * 1024  # a form post (a selection of MAX_DELETE_IDS ids fits)

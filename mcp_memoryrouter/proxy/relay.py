@@ -30,21 +30,20 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx2
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mcp_memoryrouter import schemas
-from mcp_memoryrouter.asgi import error_response, host_allowed, read_body
+from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.asgi import error_response, host_allowed, read_body, repeated_header
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,
@@ -55,6 +54,7 @@ from mcp_memoryrouter.errors import (
     RateLimited,
     TransportFailure,
     Unauthorized,
+    UnsupportedMedia,
     too_large,
 )
 from mcp_memoryrouter.limits import PREPARE_QUERY_MESSAGES
@@ -95,6 +95,7 @@ OWN_RESPONSE_HEADERS = frozenset({"date", "server"})
 GOOGLE_VERSIONS = frozenset({"v1", "v1beta", "v1alpha"})
 GOOGLE_CALLS = (":generateContent", ":streamGenerateContent")
 UPSTREAM_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)  # answers may think for minutes
+OFF_LOOP_CHARS = 256 * 1024  # an event or answer larger than this is read on a worker thread
 
 
 @dataclass(frozen=True)
@@ -173,15 +174,25 @@ class ChatProxy:
         max_body_bytes: int,
         default_key: str | None = None,
         allowed_hosts: Sequence[str] | None = None,
+        allowed_origins: Sequence[str] = (),
+        body_seconds: float = limits.BODY_SECONDS,
+        max_answer_bytes: int = limits.PROXY_MAX_ANSWER_BYTES,
         http: httpx2.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``allowed_hosts``: when given, the only ``Host`` names a call may carry (a local
-        server without keys: a page on another name that resolves here must not use it)."""
+        server without keys: a page on another name that resolves here must not use it).
+        ``allowed_origins``: the web origins besides this server's own whose pages may call
+        (the CORS list); a call from any other page is refused. ``body_seconds``: how long a
+        request body may take to arrive. ``max_answer_bytes``: the most of a provider's
+        answer held to be stored (the rest is relayed, not held)."""
         self._vault = vault
         self._hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self._origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self._upstreams = upstreams
         self._max_body = max_body_bytes
+        self._body_seconds = body_seconds
+        self.max_answer = max_answer_bytes
         self._default_key = default_key
         self._http = http or httpx2.AsyncClient(timeout=UPSTREAM_TIMEOUT)
         self._clock = clock
@@ -215,14 +226,7 @@ class ChatProxy:
     async def _relay(self, request: Request, fmt: Format, target: str) -> Response:
         asked_at = self._clock()
         try:
-            if self._hosts is not None and not host_allowed(
-                request.headers.get("host", ""), self._hosts
-            ):
-                raise Misdirected(
-                    "this server does not answer to that name: set MEMORYROUTER_PUBLIC_URL, "
-                    "or add the name to MEMORYROUTER_ALLOWED_HOSTS"
-                )
-            body = await self._body(request)
+            self._admit(request)
             key = request.headers.get(MEMORY_KEY) or self._default_key
             if not key:
                 raise Unauthorized(
@@ -230,7 +234,10 @@ class ChatProxy:
                     "key goes where the provider expects it, or in X-Provider-Key)"
                 )
             chosen = options(request.headers)
-            call, forwarded = await self._before(fmt, body, key, chosen, asked_at)
+            vault = self._vault.with_key(key)
+            info = await _checked(vault)  # before a byte of the body is read
+            body = await self._body(request)
+            call, forwarded = await self._before(fmt, body, vault, info, chosen, asked_at)
         except MemoryRouterError as refused:
             return error_response(refused)
         upstream = self._http.build_request(
@@ -251,42 +258,70 @@ class ChatProxy:
                 )
             )
         call.report.store = self._what_is_stored(call) if response.is_success else "none"
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            return Relayed(self, call, response)
-        try:
-            content = await response.aread()
-        except httpx2.HTTPError:
-            return error_response(TransportFailure("the provider's answer was cut short"))
-        finally:
-            await response.aclose()
-        after = None
-        if call.report.store != "none":  # stored once the answer has gone
-            after = BackgroundTask(self._remember_after, call, call.format.answer(_parsed(content)))
-        relayed = Response(content, status_code=response.status_code, background=after)
-        relayed.raw_headers += _downstream_headers(response.headers, call.report)
-        return relayed
+        return Relayed(self, call, response)
+
+    def _admit(self, request: Request) -> None:
+        """What is refused before anything is read: another name in ``Host`` (a server
+        without keys), a key header sent twice, a call from a web page of another origin,
+        and a body that is not JSON (what an HTML form or a no-cors fetch can send)."""
+        if self._hosts is not None and not host_allowed(
+            request.headers.get("host", ""), self._hosts
+        ):
+            raise Misdirected(
+                "this server does not answer to that name: set MEMORYROUTER_PUBLIC_URL, "
+                "or add the name to MEMORYROUTER_ALLOWED_HOSTS"
+            )
+        repeated = repeated_header(request.headers.raw, (MEMORY_KEY, PROVIDER_KEY))
+        if repeated is not None:
+            raise InvalidRequest(
+                f"the {repeated} header came more than once (or as a list): send it once",
+                {"field": repeated},
+            )
+        origin = request.headers.get("origin")
+        if origin is not None and not self._same_or_allowed(origin, request.headers.get("host")):
+            raise Forbidden(
+                f"calls from web pages of {header_text(origin, 100)} are refused: call from "
+                "your app's server, or add the origin to MEMORYROUTER_CORS_ORIGINS",
+                {"origin": header_text(origin, 100)},
+            )
+        if not _is_json(request.headers.get("content-type", "")):
+            raise UnsupportedMedia(
+                "the body must be JSON: send it with Content-Type: application/json",
+                {"content_type": header_text(request.headers.get("content-type", ""), 100)},
+            )
+
+    def _same_or_allowed(self, origin: str, host: str | None) -> bool:
+        """A page of this server itself (its origin names the host the call was sent to)
+        or of an origin the operator allows (MEMORYROUTER_CORS_ORIGINS)."""
+        origin = origin.rstrip("/").lower()
+        if origin in self._origins:
+            return True
+        scheme, _, netloc = origin.partition("://")
+        return scheme in ("http", "https") and host is not None and netloc == host.lower()
 
     async def _body(self, request: Request) -> bytes:
-        body = await read_body(request.receive, self._max_body)
+        body = await read_body(request.receive, self._max_body, self._body_seconds)
         if body is None:
             raise too_large(self._max_body)
         return body
 
     async def _before(
-        self, fmt: Format, body: bytes, key: str, chosen: Options, asked_at: float
+        self,
+        fmt: Format,
+        body: bytes,
+        vault: VaultClient,
+        info: schemas.KeyInfo | MemoryRouterError,
+        chosen: Options,
+        asked_at: float,
     ) -> tuple[Call, bytes]:
-        """The call with its key checked, and the body to forward: with the memory block
-        when there is one, else as sent. An unknown key is refused; a vault that cannot
-        answer leaves the call without memory."""
+        """The call, and the body to forward: with the memory block when there is one, else
+        as sent. A vault that cannot answer leaves the call without memory."""
         report = Report(mode=chosen.mode, session=chosen.session_id)
-        vault = self._vault.with_key(key)
         payload = _parsed_object(body)
         call = Call(fmt, payload, chosen, report, vault, asked_at)
         turns = fmt.turns(payload) if payload is not None else []
         asked = _prepare_request(chosen, turns) if chosen.retrieves and turns else None
-        info, prepared = await _key_and_memory(vault, asked)
-        if isinstance(info, (Unauthorized, InvalidRequest)):
-            raise info
+        prepared = await _prepared(vault, asked)
         if isinstance(prepared, RateLimited):
             raise prepared
         if payload is None:
@@ -348,10 +383,12 @@ class ChatProxy:
 
 
 class Relayed(Response):
-    """A provider's stream passed through as it arrives: each chunk goes to the client when
-    it comes; the answer is put together beside it and stored once the stream has ended
-    complete and the response's end has gone. A stream the provider cuts short is cut short
-    for the client too, and stores nothing."""
+    """A provider's answer passed through as it arrives: each chunk goes to the client when
+    it comes, and the answer is put together beside it (a stream's events as they end, a
+    whole answer's bytes up to the proxy's cap) and stored once it has ended complete and
+    the response's end has gone. An answer the provider cuts short is cut short for the
+    client too, and stores nothing; so does an answer larger than the cap, which still
+    reaches the client whole."""
 
     def __init__(self, proxy: ChatProxy, call: Call, upstream: httpx2.Response) -> None:
         super().__init__(status_code=upstream.status_code)
@@ -359,21 +396,22 @@ class Relayed(Response):
         self._call = call
         self._upstream = upstream
         self.raw_headers = _downstream_headers(upstream.headers, call.report)
+        streamed = upstream.headers.get("content-type", "").startswith("text/event-stream")
+        cap = proxy.max_answer
+        self._answer: Answer = Streamed(call.format, cap) if streamed else Whole(call.format, cap)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        call, upstream = self._call, self._upstream
-        reader, assembly = EventReader(), Assembly()
+        upstream = self._upstream
         await send(
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
         try:
             async for chunk in upstream.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                for event in reader.feed(chunk):
-                    call.format.feed(assembly, event)
+                await self._answer.take(chunk)
         except httpx2.HTTPError as exc:
-            log.warning("chat proxy: the provider's stream broke off: %s", type(exc).__name__)
-            return  # the client's stream ends without its last chunk, as the provider's did
+            log.warning("chat proxy: the provider's answer broke off: %s", type(exc).__name__)
+            return  # the client's answer ends without its last chunk, as the provider's did
         except OSError:
             return  # the client went away: nothing complete to store
         finally:
@@ -381,28 +419,115 @@ class Relayed(Response):
         # every byte has reached the client; a client gone now misses only the end
         with contextlib.suppress(OSError):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-        if assembly.complete and not assembly.failed:
-            await self._proxy._remember_after(call, assembly.text)
+        if self._call.report.store == "none":
+            return
+        answer = await self._answer.text()
+        if answer is not None:
+            await self._proxy._remember_after(self._call, answer)
 
 
-async def _key_and_memory(
+class Answer(Protocol):
+    """How a provider's answer is put together from its bytes as they pass."""
+
+    async def take(self, chunk: bytes) -> None: ...
+
+    async def text(self) -> str | None:
+        """The answer's text once the bytes have ended; None when there is nothing to
+        store (an answer cut short, failed or over the cap)."""
+
+
+class Streamed:
+    """A server-sent event stream: events read as they end (linear in the bytes); one over
+    ``OFF_LOOP_CHARS`` is read on a worker thread."""
+
+    def __init__(self, fmt: Format, cap: int) -> None:
+        self._format = fmt
+        self._reader = EventReader(cap)
+        self._assembly = Assembly()
+        self._cap = cap
+        self._held = 0
+        self._over = False
+
+    async def take(self, chunk: bytes) -> None:
+        if self._over:
+            return
+        for event in self._reader.feed(chunk):
+            if len(event) > OFF_LOOP_CHARS:
+                await anyio.to_thread.run_sync(self._format.feed, self._assembly, event)
+            else:
+                self._format.feed(self._assembly, event)
+        self._held = sum(map(len, self._assembly.parts))
+        if self._held > self._cap or self._reader.overflowed:
+            self._over = True
+            self._assembly.parts.clear()
+
+    async def text(self) -> str | None:
+        done = self._assembly.complete and not self._assembly.failed
+        return self._assembly.text if done and not self._over else None
+
+
+class Whole:
+    """A whole (non-streamed) answer: its bytes held up to the cap, read once they end (on
+    a worker thread when large)."""
+
+    def __init__(self, fmt: Format, cap: int) -> None:
+        self._format = fmt
+        self._chunks: list[bytes] = []
+        self._held = 0
+        self._cap = cap
+
+    async def take(self, chunk: bytes) -> None:
+        if self._held > self._cap:
+            return
+        self._held += len(chunk)
+        if self._held > self._cap:
+            self._chunks.clear()  # over the cap: relayed, never held
+        else:
+            self._chunks.append(chunk)
+
+    async def text(self) -> str | None:
+        if self._held > self._cap:
+            return None
+        content = b"".join(self._chunks)
+
+        def read() -> str:
+            return self._format.answer(_parsed(content))
+
+        if len(content) > OFF_LOOP_CHARS:
+            return await anyio.to_thread.run_sync(read)
+        return read()
+
+
+async def _checked(vault: VaultClient) -> schemas.KeyInfo | MemoryRouterError:
+    """The key's check, before the body is read: no key the vault knows, no body read and
+    no call relayed. A vault that cannot answer at all is the call's problem to report,
+    not a refusal (the call goes on without memory)."""
+    try:
+        return await vault.key_info()
+    except (Unauthorized, InvalidRequest, RateLimited):
+        raise
+    except MemoryRouterError as exc:
+        return exc
+
+
+async def _prepared(
     vault: VaultClient, asked: schemas.PrepareRequest | None
-) -> tuple[schemas.KeyInfo | MemoryRouterError, schemas.PrepareResponse | MemoryRouterError | None]:
-    """The key's check and the retrieval, side by side (the vault refuses a prepare itself
-    when the key is unknown or its mode does not retrieve): each answer or its error."""
-    found: dict[str, Any] = {"prepare": None}
+) -> schemas.PrepareResponse | MemoryRouterError | None:
+    """The retrieval, or its error (the vault refuses a prepare itself when the key's mode
+    does not retrieve)."""
+    if asked is None:
+        return None
+    try:
+        return await vault.prepare(asked)
+    except MemoryRouterError as exc:
+        return exc
 
-    async def ask(name: str, call: Callable[[], Awaitable[Any]]) -> None:
-        try:
-            found[name] = await call()
-        except MemoryRouterError as exc:
-            found[name] = exc
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(ask, "info", vault.key_info)
-        if asked is not None:
-            group.start_soon(ask, "prepare", lambda: vault.prepare(asked))
-    return found["info"], found["prepare"]
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 def _prepare_request(chosen: Options, turns: list[Turn]) -> schemas.PrepareRequest:
@@ -446,7 +571,7 @@ def _downstream_headers(upstream: httpx2.Headers, report: Report) -> list[tuple[
 def _parsed(content: bytes) -> Any:
     try:
         return json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
         return None
 
 

@@ -14,9 +14,10 @@ from starlette.convertors import StringConvertor, register_url_convertor
 from mcp_memoryrouter import __version__, limits, schemas
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.vault.http import render
+from mcp_memoryrouter.vault.http.boundary import ACCESS_STATE
 from mcp_memoryrouter.vault.http.presented import presented_key
 from mcp_memoryrouter.vault.rules.access import Access
-from mcp_memoryrouter.vault.rules.dates import format_ms, parse_moment
+from mcp_memoryrouter.vault.rules.dates import EARLIEST_MS, format_ms, parse_moment
 from mcp_memoryrouter.vault.rules.domain import Entry, SearchFilter, Tier
 from mcp_memoryrouter.vault.rules.prepare import budget_for
 from mcp_memoryrouter.vault.rules.timeline import bucket_size
@@ -64,6 +65,9 @@ def get_access(
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Access:
+    admitted = request.scope.get("state", {}).get(ACCESS_STATE)  # checked before its body
+    if isinstance(admitted, Access):
+        return admitted
     return service.authenticate(presented_key(request.scope["headers"]))
 
 
@@ -412,9 +416,11 @@ def usage(
     from_: Annotated[str | None, Query(alias="from")] = None,
     to: Annotated[str | None, Query()] = None,
 ) -> schemas.UsageResponse:
-    """Metered events by endpoint and session; ``from`` defaults to 30 days before ``to``."""
+    """Metered events by endpoint and session; ``from`` defaults to 30 days before ``to``.
+    A period whose ``from`` is after its ``to`` holds no events (JSON Schema cannot compare
+    the two, so the document allows it)."""
     end = service.now() if to is None else parse_moment(to, field="to", end_of_day=True)
-    start = end - 30 * _DAY_MS if from_ is None else parse_moment(from_, field="from")
-    if start > end:
-        raise InvalidRequest("from must not be after to", {"field": "from"})
+    # 30 days before ``to``, but no earlier than 0001-01-01, the first day a date is written for
+    default_start = max(end - 30 * _DAY_MS, EARLIEST_MS)
+    start = default_start if from_ is None else parse_moment(from_, field="from")
     return render.usage(access.vault_ref, service.usage(access, start, end), start, end)

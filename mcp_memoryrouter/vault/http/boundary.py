@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.asgi import error_response, read_body, replay, send_json
 from mcp_memoryrouter.errors import InvalidRequest, MemoryRouterError, too_large
 
@@ -108,26 +109,59 @@ def _without_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return openapi
 
 
-class BodyLimit:
-    """Refuse request bodies above ``max_bytes`` with 413, before the route reads them."""
+# Where an admitted request's access is kept for the route (``api.get_access``), so a key
+# checked before its body was read is not checked twice.
+ACCESS_STATE = "memoryrouter.access"
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+
+class BodyLimit:
+    """Admit a request before its body is read, then read the body under a size limit and
+    a deadline.
+
+    A request that carries a body (``Content-Length`` above 0, or chunked) under ``/v1/``
+    must first present a key ``admit`` accepts: a caller without one is refused with no
+    byte of its body buffered. The body is then read whole, within ``max_bytes`` (413, also
+    for a declared length above it) and ``seconds`` (408), and handed to the route."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        admit: Callable[[Scope], Awaitable[object]] | None = None,
+        seconds: float = limits.BODY_SECONDS,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.admit = admit
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers", [])).get(b"content-length")
+        headers = dict(scope.get("headers", []))
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
+            await self._refuse(send, too_large(self.max_bytes))
             return
-        body = await read_body(receive, self.max_bytes)
+        try:
+            if self.admit is not None and _has_body(headers) and scope["path"].startswith("/v1/"):
+                scope.setdefault("state", {})[ACCESS_STATE] = await self.admit(scope)
+            body = await read_body(receive, self.max_bytes, self.seconds)
+        except MemoryRouterError as refused:
+            await self._refuse(send, refused)
+            return
         if body is None:
-            await self._refuse(send)
+            await self._refuse(send, too_large(self.max_bytes))
             return
         await self.app(scope, replay(body, receive), send)
 
-    async def _refuse(self, send: Send) -> None:
-        await send_json(send, 413, too_large(self.max_bytes).envelope())
+    async def _refuse(self, send: Send, error: MemoryRouterError) -> None:
+        headers = [(b"www-authenticate", b"Bearer")] if error.status == 401 else []
+        # the unread rest of the body is never read: the connection closes after this
+        await send_json(send, error.status, error.envelope(), [*headers, (b"connection", b"close")])
+
+
+def _has_body(headers: dict[bytes, bytes]) -> bool:
+    declared = headers.get(b"content-length")
+    return b"transfer-encoding" in headers or (declared is not None and declared != b"0")
