@@ -152,7 +152,7 @@ class VaultService:
                         now,
                     )
                 )
-        ids, stored, tokens = self._store.ingest(access.vault_id, rows, model)
+        ids, stored, tokens = self._store.ingest(access.vault_id, rows, model, access.writer)
         if stored:
             self._meter(access, UsageEvent("ingest", "storage", tokens, session_id))
             if model is not None and self.worker is not None and len(rows) <= EMBED_BEFORE_ACK:
@@ -282,7 +282,12 @@ class VaultService:
         access.require_full()
         checked = contract.check_entries(entries, batch_id)
         outcome = self._store.commit(
-            access.vault_id, batch_id, checked, self._clock(), self._model_id(embeddings)
+            access.vault_id,
+            batch_id,
+            checked,
+            self._clock(),
+            self._model_id(embeddings),
+            access.writer,
         )
         if not outcome.already_committed:
             tokens = sum(est_tokens(e.text) for e in checked)
@@ -311,6 +316,7 @@ class VaultService:
             self._clock(),
             self._model_id(None),
             sources_deleted,
+            access.writer,
         )
         self._wake()
         tokens = sum(est_tokens(e.text) for e in checked)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mcp_memoryrouter.errors import Forbidden, Unauthorized
-from mcp_memoryrouter.vault.rules.domain import KeyRecord
+from mcp_memoryrouter.vault.rules.domain import KeyRecord, Writer
 
 Mode = Literal["full", "read", "write", "off"]
 _SUFFIXES: dict[str, Mode] = {"read": "read", "write": "write", "off": "off"}
@@ -64,6 +64,11 @@ class Access:
             raise Forbidden("read-only keys cannot write to the vault")
         if not self.can_write:
             raise Forbidden(f"this key's mode ({self.mode}) does not allow writes")
+
+    @property
+    def writer(self) -> Writer:
+        """Who stores what this request writes, as the memories record it."""
+        return Writer(self.key_id, "write" if self.mode == "write" else "full")
 
     def require_full(self) -> None:
         """Checkout returns texts and leads to writes: it needs both."""

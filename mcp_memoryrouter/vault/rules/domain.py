@@ -10,6 +10,7 @@ from typing import Literal
 Tier = Literal[1, 2, 3]
 SourceTier = Literal[1, 2]
 Role = Literal["user", "assistant", "system", "observation"]
+WriteMode = Literal["full", "write"]  # how a key that stores was presented (``:write``)
 UsageKind = Literal["storage", "retrieval", "deletion"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "system", "observation")
 
@@ -67,6 +68,15 @@ class KeyRecord:
     id: str = ""
     prefix: str | None = None  # None for keys created before prefixes were kept
     last_used_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Writer:
+    """Which key stored a memory: its public id (never the key), and whether it was
+    presented in full or narrowed to ``:write`` (a key that stores but may not read)."""
+
+    key_id: str
+    mode: WriteMode
 
 
 @dataclass(frozen=True)

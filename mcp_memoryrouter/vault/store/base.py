@@ -40,6 +40,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Tier,
     UsageEvent,
     UsageLine,
+    Writer,
 )
 from mcp_memoryrouter.vault.rules.selection import Selection
 from mcp_memoryrouter.vault.rules.window import Order, Page
@@ -200,12 +201,17 @@ class Store(ABC):
     # --- raw memories ------------------------------------------------------------------
 
     def ingest(
-        self, vault_id: str, rows: Sequence[NewRaw], embed_model: str | None
+        self,
+        vault_id: str,
+        rows: Sequence[NewRaw],
+        embed_model: str | None,
+        writer: Writer | None = None,
     ) -> tuple[list[str], int, int]:
-        """Store new rows, skip duplicates, queue new rows for ``embed_model`` in the same
-        transaction: (ids in input order, stored, stored tokens)."""
+        """Store new rows as ``writer``'s (None: unknown), skip duplicates, queue new rows
+        for ``embed_model`` in the same transaction: (ids in input order, stored, stored
+        tokens)."""
         return self._write(
-            partial(memories.ingest, vault_id=vault_id, rows=rows, model=embed_model)
+            partial(memories.ingest, vault_id=vault_id, rows=rows, model=embed_model, writer=writer)
         )
 
     def counters(self, vault_id: str) -> Counters:
@@ -251,9 +257,10 @@ class Store(ABC):
         entries: Sequence[Entry],
         now_ms: int,
         embed_model: str | None,
+        writer: Writer | None = None,
     ) -> CommitOutcome:
         return self._write(
-            lambda tx: reflect.commit(tx, vault_id, batch_id, entries, now_ms, embed_model)
+            lambda tx: reflect.commit(tx, vault_id, batch_id, entries, now_ms, embed_model, writer)
         )
 
     def import_reflections(
@@ -266,13 +273,14 @@ class Store(ABC):
         now_ms: int,
         embed_model: str | None,
         sources_deleted: int = 0,
+        writer: Writer | None = None,
     ) -> list[Created]:
         """Create reflections at ``tier`` linked to sources one tier below (an import), and
         to ``sources_deleted`` sources that no longer exist."""
 
         def work(tx: Tx) -> list[Created]:
             created = reflect.import_reflections(
-                tx, vault_id, tier, entries, source_ids, covers, now_ms, embed_model
+                tx, vault_id, tier, entries, source_ids, covers, now_ms, embed_model, writer
             )
             backup.link_deleted_sources(tx, vault_id, created, sources_deleted)
             return created

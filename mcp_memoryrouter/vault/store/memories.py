@@ -8,9 +8,16 @@ from dataclasses import dataclass
 
 from mcp_memoryrouter.vault.rules import counters, timeline
 from mcp_memoryrouter.vault.rules.date_words import date_words
-from mcp_memoryrouter.vault.rules.domain import Backlog, Counters, NewRaw, Stats, TierTotals
+from mcp_memoryrouter.vault.rules.domain import (
+    Backlog,
+    Counters,
+    NewRaw,
+    Stats,
+    TierTotals,
+    Writer,
+)
 from mcp_memoryrouter.vault.store import reflect
-from mcp_memoryrouter.vault.store.sql import Row, Tx
+from mcp_memoryrouter.vault.store.sql import Row, Tx, writer_columns
 
 # The per-vault counters (rules/counters.py): totals per tier, then the debt.
 COUNTERS = (
@@ -20,21 +27,23 @@ COUNTERS = (
 
 
 def ingest(
-    tx: Tx, vault_id: str, rows: Sequence[NewRaw], model: str | None
+    tx: Tx, vault_id: str, rows: Sequence[NewRaw], model: str | None, writer: Writer | None
 ) -> tuple[list[str], int, int]:
-    """Store new rows, skip duplicates, queue new rows for ``model``: (ids in input order,
-    stored, stored tokens)."""
+    """Store new rows as ``writer``'s, skip duplicates (a duplicate keeps its first writer),
+    queue new rows for ``model``: (ids in input order, stored, stored tokens)."""
     ids: list[str] = []
     new: list[str] = []
     tokens = 0
+    key_id, key_mode = writer_columns(writer)
     for row in rows:
         inserted = tx.run(
             "INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, "
-            "date_to, session_id, dedup, created_ms, dated) "
-            "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "date_to, session_id, dedup, created_ms, dated, key_id, key_mode) "
+            "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 *(row.id, vault_id, row.role, row.content, row.tokens, row.date_ms, row.date_ms),
                 *(row.session_id, row.dedup, row.created_ms, date_words(row.date_ms, row.date_ms)),
+                *(key_id, key_mode),
             ),
         )
         if inserted:

@@ -30,10 +30,11 @@ from mcp_memoryrouter.vault.rules.domain import (
     SourceTier,
     Support,
     Tier,
+    Writer,
     new_memory_id,
     reflection_tier,
 )
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row, writer_columns
 
 CANDIDATE_FETCH = 256  # candidate rows per read of the checkout cursor
 PARENTS_SHOWN = 500  # reflections built from a memory that inspect lists
@@ -132,6 +133,7 @@ def commit(
     entries: Sequence[Entry],
     now_ms: int,
     embed_model: str | None,
+    writer: Writer | None = None,
 ) -> CommitOutcome:
     row = tx.one(
         "SELECT tier, lease_until, committed_ms, created_json, sources_consolidated, "
@@ -166,6 +168,7 @@ def commit(
         batch_id,
         now_ms,
         embed_model,
+        writer,
     )
     tx.run(
         "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
@@ -191,18 +194,21 @@ def create_reflections(
     batch_id: str | None,
     now_ms: int,
     embed_model: str | None,
+    writer: Writer | None,
 ) -> list[Created]:
-    """Insert the reflections, link each to every source, mark the sources consolidated and
-    move the counters: the part of a commit every way of creating reflections shares."""
+    """Insert the reflections as ``writer``'s, link each to every source, mark the sources
+    consolidated and move the counters: the part of a commit every way of creating
+    reflections shares."""
     created = [Created(new_memory_id(), e.importance) for e in entries]
     tx.many(
         "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
-        "date_to, batch_id, created_ms, dated, sources_total) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "date_to, batch_id, created_ms, dated, sources_total, key_id, key_mode) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 *(c.id, vault_id, target, e.text, est_tokens(e.text), e.importance),
                 *(covers[0], covers[1], batch_id, now_ms, date_words(*covers), len(sources)),
+                *writer_columns(writer),
             )
             for c, e in zip(created, entries, strict=True)
         ],
@@ -250,8 +256,10 @@ def import_reflections(
     covers: tuple[int, int] | None,
     now_ms: int,
     embed_model: str | None,
+    writer: Writer | None = None,
 ) -> list[Created]:
-    """Recreate reflections (from an export) with lineage to sources already in the vault."""
+    """Recreate reflections (from an export) with lineage to sources already in the vault,
+    as ``writer``'s (the importing key's: an export carries no writers)."""
     test, ids = tx.among(list(source_ids))
     rows = tx.all(
         f"SELECT id, tokens, importance, date_from, date_to, consolidated = 0 AND {FREE} "
@@ -275,7 +283,7 @@ def import_reflections(
         covers = (min(r[3] for r in taken), max(r[4] for r in taken))
     sources = [(r[0], r[1], r[2]) for r in taken]
     return create_reflections(
-        tx, vault_id, target, entries, sources, covers, None, now_ms, embed_model
+        tx, vault_id, target, entries, sources, covers, None, now_ms, embed_model, writer
     )
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any, Protocol, cast
 
-from mcp_memoryrouter.vault.rules.domain import Memory, Role, Tier
+from mcp_memoryrouter.vault.rules.domain import Memory, Role, Tier, Writer
 
 Row = tuple[Any, ...]
 Params = Sequence[Any]
@@ -37,6 +37,11 @@ MEMORY_COLUMNS = (
     "m.id, m.tier, m.content, m.tokens, m.date_from, m.date_to, m.role, m.importance, "
     "m.session_id, m.batch_id"
 )
+
+
+def writer_columns(writer: Writer | None) -> tuple[str | None, str | None]:
+    """The ``key_id`` and ``key_mode`` a new memory is stored with (both NULL: unknown)."""
+    return (None, None) if writer is None else (writer.key_id, writer.mode)
 
 
 class Tx(Protocol):

@@ -29,6 +29,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     NewRaw,
     ScoredMemory,
     SearchFilter,
+    Writer,
 )
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
 from mcp_memoryrouter.vault.store import backup, memories
@@ -36,7 +37,7 @@ from mcp_memoryrouter.vault.store.base import Store
 from mcp_memoryrouter.vault.store.postgres import lexical, search, vectors
 from mcp_memoryrouter.vault.store.postgres.connection import Conn, PgTx
 from mcp_memoryrouter.vault.store.postgres.schema import migrate
-from mcp_memoryrouter.vault.store.sql import Tx
+from mcp_memoryrouter.vault.store.sql import Tx, writer_columns
 
 T = TypeVar("T")
 _RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
@@ -79,9 +80,9 @@ WITH input AS (
 ),
 ins AS (
     INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, date_to,
-                          session_id, dedup, created_ms, dated)
+                          session_id, dedup, created_ms, dated, key_id, key_mode)
     SELECT id, %s, 1, role, content, tokens, date_ms, date_ms, session_id, dedup, created_ms,
-           dated
+           dated, %s, %s
     FROM input ORDER BY ord
     ON CONFLICT DO NOTHING
     RETURNING seq, id, tokens
@@ -187,16 +188,23 @@ class PostgresStore(Store):
     shares_rate_limits = True
 
     def ingest(
-        self, vault_id: str, rows: Sequence[NewRaw], embed_model: str | None
+        self,
+        vault_id: str,
+        rows: Sequence[NewRaw],
+        embed_model: str | None,
+        writer: Writer | None = None,
     ) -> tuple[list[str], int, int]:
         """The shared ingest (``memories.ingest``) as one statement whatever the number of
         rows: one round trip to the database per request instead of one per row."""
         if not rows:
-            return self._write(partial(memories.ingest, vault_id=vault_id, rows=rows, model=None))
+            return self._write(
+                partial(memories.ingest, vault_id=vault_id, rows=rows, model=None, writer=writer)
+            )
         columns = [list(c) for c in zip(*(_ingested(row) for row in rows), strict=True)]
+        params = (*columns, vault_id, *writer_columns(writer), vault_id)
         found = self._run(
             lambda conn: conn.execute(
-                _INGEST, (*columns, vault_id, vault_id, embed_model, embed_model, vault_id)
+                _INGEST, (*params, embed_model, embed_model, vault_id)
             ).fetchall()
         )
         return _ingest_outcome(rows, found)
