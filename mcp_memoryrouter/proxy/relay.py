@@ -239,7 +239,10 @@ class ChatProxy:
             body = await self._body(request)
             call, forwarded = await self._before(fmt, body, vault, info, chosen, asked_at)
         except MemoryRouterError as refused:
-            return error_response(refused)
+            response = error_response(refused)
+            # a refused body may be unread: the connection is not kept for the next request
+            response.headers["connection"] = "close"
+            return response
         upstream = self._http.build_request(
             "POST",
             target,
