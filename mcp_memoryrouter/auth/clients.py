@@ -71,18 +71,28 @@ class RegisteredClient(OAuthClientInformationFull):
     def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
         registered = [str(uri) for uri in self.redirect_uris or []]
         if redirect_uri is None:
-            if len(registered) == 1:
-                return AnyUrl(registered[0])
-            raise InvalidRedirectUriError("redirect_uri is required")
-        if any(redirect_matches(uri, str(redirect_uri)) for uri in registered):
-            return redirect_uri
-        raise InvalidRedirectUriError("redirect_uri is not registered for this client")
+            if len(registered) != 1:
+                raise InvalidRedirectUriError("redirect_uri is required")
+            redirect_uri = AnyUrl(registered[0])
+        requested = str(redirect_uri)
+        if not any(redirect_matches(uri, requested) for uri in registered):
+            raise InvalidRedirectUriError("redirect_uri is not registered for this client")
+        # What matched must also be what registration accepts today: a loopback redirect
+        # matches on its host alone (not its user info), and a client may predate a rule.
+        problem = redirect_uri_problem(requested)
+        if problem:
+            raise InvalidRedirectUriError(
+                f"redirect_uri {problem}; register the client again with one this server accepts"
+            )
+        return redirect_uri
 
 
 def redirect_uri_problem(uri: str) -> str | None:
     """What is wrong with a redirect URI, or None: https anywhere, http on loopback only,
     private-use schemes of the reverse-domain form for native apps (RFC 8252 §7.1); never a
-    fragment (RFC 6749 §3.1.2). Every other scheme is refused."""
+    fragment, not even an empty one (RFC 6749 §3.1.2); never a user name or password, which
+    would make ``https://claude.ai@evil.example/cb`` read as claude.ai to a person (the
+    semantic attack of RFC 3986 §7.6). Every other scheme is refused."""
     if len(uri) > MAX_URI_LENGTH:
         return f"is longer than {MAX_URI_LENGTH} characters"
     try:
@@ -91,8 +101,10 @@ def redirect_uri_problem(uri: str) -> str | None:
     except ValueError:
         return "is not a URL"
     scheme = parts.scheme.lower()
-    if parts.fragment:
-        return "has a fragment"
+    if "#" in uri:
+        return "has a fragment (remove the '#' and what follows)"
+    if "@" in parts.netloc:
+        return "has a user name or password before the host (remove the part up to '@')"
     if scheme == "https":
         return None if host else "has no host"
     if scheme == "http":

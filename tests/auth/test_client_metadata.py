@@ -27,11 +27,14 @@ from tests.auth.conftest import (
 )
 
 pytestmark = pytest.mark.anyio
+USERINFO_REDIRECT = "http://claude.ai@127.0.0.1:7777/callback"
+FRAGMENT_REDIRECT = "http://127.0.0.1:7777/callback#"
 
 
 @pytest.fixture
 def documents() -> Iterator[str]:
-    """A loopback site serving /good.json, /mismatch.json and /elsewhere.json; its base URL."""
+    """A loopback site serving /good.json, /mismatch.json, /elsewhere.json, /userinfo.json
+    and /fragment.json; its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -55,6 +58,8 @@ def documents() -> Iterator[str]:
             document("good"),
             document("mismatch", client_id="https://someone.example/else.json"),
             document("elsewhere", redirect_uris=["http://127.0.0.1:7777/elsewhere"]),
+            document("userinfo", redirect_uris=[USERINFO_REDIRECT]),
+            document("fragment", redirect_uris=[FRAGMENT_REDIRECT]),
         ]
     )
     with serve(app, sock):
@@ -103,3 +108,15 @@ async def test_a_public_server_fetches_only_https_documents_off_the_local_networ
 ) -> None:
     async with httpx2.AsyncClient() as http:
         assert MetadataDocuments(http, allow_loopback=False).acceptable(url) is accepted
+
+
+@pytest.mark.parametrize(
+    ("name", "redirect"), [("userinfo", USERINFO_REDIRECT), ("fragment", FRAGMENT_REDIRECT)]
+)
+def test_a_document_whose_redirect_has_user_info_or_a_fragment_is_refused(
+    oauth_server: OAuthServer, documents: str, name: str, redirect: str
+) -> None:
+    _, challenge = pkce()
+    url = authorize_url(oauth_server, f"{documents}/{name}.json", challenge, redirect_uri=redirect)
+    response = httpx2.get(url)
+    assert response.status_code == 400 and "location" not in response.headers

@@ -168,3 +168,37 @@ def test_a_loopback_redirect_still_needs_the_same_scheme_host_and_path(
     url = authorize_url(oauth_server, client_id, challenge, redirect_uri=requested)
     response = httpx2.get(url)
     assert response.status_code == 400 and "location" not in response.headers
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://claude.ai@evil.example/cb",  # reads as claude.ai to a person
+        "https://claude.ai:x@evil.example/cb",
+        "http://claude.ai@127.0.0.1:7777/callback",
+        "com.example.app://user@host/callback",
+        "https://a.example/cb#",  # an empty fragment is a fragment
+        "https://a.example/cb#frag",
+        "http://127.0.0.1:7777/callback#",
+    ],
+)
+def test_registration_refuses_a_redirect_uri_with_user_info_or_any_fragment(
+    oauth_server: OAuthServer, uri: str
+) -> None:
+    response = registration(oauth_server, redirect_uris=[uri])
+    assert response.status_code == 400, uri
+    assert response.json()["error"] == "invalid_redirect_uri"
+
+
+def test_a_loopback_redirect_with_user_info_does_not_match_the_registered_one(
+    oauth_server: OAuthServer,
+) -> None:
+    client_id = register(oauth_server, ["http://127.0.0.1/callback"])
+    _, challenge = pkce()
+    for requested in [
+        "http://claude.ai@127.0.0.1:5555/callback",
+        "http://127.0.0.1:5555/callback#",
+    ]:
+        url = authorize_url(oauth_server, client_id, challenge, redirect_uri=requested)
+        response = httpx2.get(url)
+        assert response.status_code == 400 and "location" not in response.headers, requested
