@@ -33,7 +33,7 @@ from mcp_memoryrouter.auth.provider import (
     SIGN_IN_PATH,
     EmbeddedProvider,
     Lifetimes,
-    canonical_resource,
+    resource_problem,
 )
 from mcp_memoryrouter.auth.revocation import RevocationEndpoint
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
@@ -72,17 +72,13 @@ def token_endpoint(
     handler: TokenHandler, resource: str
 ) -> Callable[[Request], Awaitable[Response]]:
     """The SDK's token endpoint, refusing a request that names another resource."""
-    own_resource = canonical_resource(resource)
 
     async def token(request: Request) -> Response:
         # RFC 8707 §2.2: a token request may name only the resource the grant is for
         requested = (await request.form()).get("resource")  # cached for the SDK handler
-        if (
-            isinstance(requested, str)
-            and requested
-            and canonical_resource(requested) != own_resource
-        ):
-            body = {"error": "invalid_target", "error_description": "unknown resource"}
+        problem = resource_problem(requested, resource) if isinstance(requested, str) else None
+        if requested and problem:
+            body = {"error": "invalid_target", "error_description": problem}
             return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
         answer: Response = await handler.handle(request)
         return answer

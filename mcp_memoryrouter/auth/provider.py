@@ -14,6 +14,7 @@ they move into an HttpOnly cookie before the browser ever sees the URL.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -55,6 +56,8 @@ CODE_SECONDS = 60
 REQUEST_SECONDS = 600  # time to sign in and consent
 SIGN_IN_PATH = "/oauth/sign-in"
 FLOW_PARAM = "flow"  # the pending request's secret, from authorize() to the pages only
+# RFC 7636 §4.2: code_challenge = 43*128unreserved (an S256 challenge is always 43 of them)
+CODE_CHALLENGE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 
 
 class GrantCode(AuthorizationCode):
@@ -74,6 +77,15 @@ def canonical_resource(uri: str) -> str:
     return urlunsplit(
         (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")
     )
+
+
+def resource_problem(requested: str, own: str) -> str | None:
+    """Why a ``resource`` parameter does not name this server's resource ``own``, or None."""
+    if "#" in requested:  # RFC 8707 §2: MUST NOT include a fragment (an empty one included)
+        return "resource must not have a fragment: name the MCP server's URL without '#'"
+    if canonical_resource(requested) != canonical_resource(own):
+        return "this server only issues tokens for itself"
+    return None
 
 
 @dataclass(frozen=True)
@@ -138,9 +150,16 @@ class EmbeddedProvider:
     async def authorize(
         self, client: OAuthClientInformationFull, params: AuthorizationParams
     ) -> str:
-        resource = canonical_resource(params.resource) if params.resource else self.resource
-        if resource != self.resource:
-            raise AuthorizeError("invalid_target", "this server only issues tokens for itself")
+        if not CODE_CHALLENGE.fullmatch(params.code_challenge):
+            raise AuthorizeError(
+                "invalid_request",
+                "code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ "
+                "(the S256 of the code_verifier, base64url without padding)",
+            )
+        problem = resource_problem(params.resource, self.resource) if params.resource else None
+        if problem:
+            raise AuthorizeError("invalid_target", problem)
+        resource = self.resource
         now = self.clock()
         flow = secrets.token_urlsafe(32)
         request = PendingRequest(
@@ -352,4 +371,10 @@ class EmbeddedProvider:
             await self._db(partial(self.store.revoke_grant, str(token.claims[GRANT_CLAIM])))
 
 
-__all__ = ["EmbeddedProvider", "Lifetimes", "RegisteredClient", "canonical_resource"]
+__all__ = [
+    "EmbeddedProvider",
+    "Lifetimes",
+    "RegisteredClient",
+    "canonical_resource",
+    "resource_problem",
+]

@@ -351,3 +351,61 @@ async def test_a_resource_with_a_trailing_slash_or_upper_case_host_is_the_same_r
     variant = oauth_server.mcp_url.replace("http://127.0.0.1", "HTTP://127.0.0.1") + "/"
     _, tokens = await grant_tokens(oauth_server, resource=variant)
     assert call_mcp(oauth_server, tokens["access_token"], "memory_status").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "challenge",
+    [
+        "abc",  # the attack's 3 characters
+        "a" * 42,
+        "a" * 129,
+        "a" * 42 + "=",  # padded base64
+        "a" * 42 + "+",  # base64, not base64url
+        "a" * 42 + " ",
+        "a" * 43 + "\n",
+    ],
+)
+def test_a_code_challenge_outside_43_to_128_unreserved_characters_is_invalid_request(
+    oauth_server: OAuthServer, challenge: str
+) -> None:
+    client_id = register(oauth_server)
+    url = authorize_url(oauth_server, client_id, challenge)
+    assert authorize_error(oauth_server, url) == "invalid_request"
+
+
+@pytest.mark.parametrize("challenge", ["a" * 43, "A-z0._~" * 18 + "xx"])
+def test_a_code_challenge_of_43_to_128_unreserved_characters_is_accepted(
+    oauth_server: OAuthServer, challenge: str
+) -> None:
+    assert len(challenge) in (43, 128)
+    client_id = register(oauth_server)
+    response = httpx2.get(authorize_url(oauth_server, client_id, challenge))
+    assert response.status_code == 302
+    assert response.headers["location"].startswith(oauth_server.base + "/oauth/sign-in")
+
+
+@pytest.mark.parametrize("fragment", ["#", "#part"])
+async def test_a_resource_with_a_fragment_is_invalid_target_at_authorize_and_token(
+    oauth_server: OAuthServer, fragment: str
+) -> None:
+    client_id = register(oauth_server)
+    verifier, challenge = pkce()
+    resource = oauth_server.mcp_url + fragment
+    url = authorize_url(oauth_server, client_id, challenge, resource=resource)
+    assert authorize_error(oauth_server, url) == "invalid_target"
+    browser = Browser(oauth_server.key)
+    callback = await browser.authorize(authorize_url(oauth_server, client_id, challenge))
+    await browser.aclose()
+    response = httpx2.post(
+        oauth_server.base + "/token",
+        data={
+            "grant_type": "authorization_code",
+            "client_id": client_id,
+            "code": callback["code"],
+            "code_verifier": verifier,
+            "redirect_uri": REDIRECT_URI,
+            "resource": resource,
+        },
+    )
+    assert response.status_code == 400 and response.json()["error"] == "invalid_target"
+
