@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 from html import escape
 from typing import TypeVar, cast
-from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from starlette.requests import Request
@@ -27,6 +26,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memoryrouter.auth.browser import EXPLORER_LOGIN_COOKIE, SESSION_SECONDS, Cookies
 from mcp_memoryrouter.auth.database import off_loop
+from mcp_memoryrouter.auth.display import return_host, shown, visible
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcRefused, admitted
 from mcp_memoryrouter.auth.provider import (
@@ -150,7 +150,7 @@ def client_words(pending: PendingRequest) -> str:
     name = pending.params.get("client_name")
     if not name:
         return "An app that gave no name"
-    return f"An app calling itself <strong>&ldquo;{escape(str(name))}&rdquo;</strong>"
+    return f"An app calling itself <strong>&ldquo;{shown(str(name))}&rdquo;</strong>"
 
 
 def refused() -> Response:
@@ -203,9 +203,10 @@ class Pages:
             reason = str(json.loads(body).get("error_description") or "")
         except (ValueError, AttributeError):
             reason = ""
+        said = shown(reason) if reason else "The app asked for something this server cannot grant."
         return page(
             "This connection link is not valid",
-            f"<p>{escape(reason or 'The app asked for something this server cannot grant.')}</p>"
+            f"<p>{said}</p>"
             "<p>Nothing was shared. Go back to the app and connect again; if this keeps "
             "happening, the app's settings for this server are wrong (an unknown client, or "
             "a return address it did not register).</p>",
@@ -415,7 +416,7 @@ class Pages:
         page refusing them; ``MemoryRouterError`` when the vault could not be asked."""
         query = request.query_params
         if "error" in query:
-            said = query.get("error_description") or query.get("error") or ""
+            said = visible(query.get("error_description") or query.get("error") or "")
             return self._refusal(f"The identity provider did not sign you in: {said}", 403, again)
         try:
             person = await idp.client.identity(query.get("code", ""), login.verifier, login.nonce)
@@ -531,15 +532,14 @@ class Pages:
         return self._consent_page(pending)
 
     def _consent_page(self, pending: PendingRequest, message: str | None = None) -> Response:
-        target = urlsplit(pending.params["redirect_uri"])
-        returns_to = escape(target.netloc or f"{target.scheme}:")
+        returns_to = shown(return_host(pending.params["redirect_uri"]))
         boxes = "".join(self._checkbox(pending, scope) for scope in pending.params["scopes"])
         body = (
             f"<p>{client_words(pending)} asks for access to your memory vault "
             f"<code>{escape(pending.vault_ref or '')}</code> on "
             f"<strong>{self._server}</strong>.</p>"
             f"<p>After you choose you return to <strong>{returns_to}</strong>.</p>"
-            f'<p class="note">Client id: <code>{escape(pending.client_id)}</code></p>'
+            f'<p class="note">Client id: <code>{shown(pending.client_id)}</code></p>'
             f"{error_text(message)}"
             f'<form method="post" action="{CONSENT_PATH}">{hidden(pending)}'
             f"<fieldset><legend>Allow this app to</legend>{boxes}</fieldset>"

@@ -170,8 +170,9 @@ async def test_the_consent_page_names_the_server_the_self_declared_client_and_it
     finally:
         await browser.aclose()
     assert "Ada&#x27;s memory" in consent.text
-    assert "An app calling itself <strong>&ldquo;Raw test client&rdquo;</strong>" in consent.text
-    assert f"<strong>{urlsplit(REDIRECT_URI).netloc}</strong>" in consent.text
+    named = "An app calling itself <strong>&ldquo;<bdi>Raw test client</bdi>&rdquo;</strong>"
+    assert named in consent.text
+    assert f"<strong><bdi>{urlsplit(REDIRECT_URI).netloc}</bdi></strong>" in consent.text
     form = read_form(consent.text)
     assert form.scopes == ["memories:read", "memories:write", "memories:delete"]
     assert form.ticked == ["memories:read", "memories:write"]  # deleting is never pre-ticked
@@ -203,6 +204,57 @@ def test_an_unknown_client_or_a_bad_redirect_uri_gets_an_html_page_not_json(
         assert response.headers["content-type"].startswith("text/html")
         assert "<h1>This connection link is not valid</h1>" in response.text
         assert "Go back to the app" in response.text
+
+
+# Right-to-left override, embeddings, isolates and marks, and other control characters
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+HIDDEN = BIDI + "\x00\x07\x1b\x7f\x85\u2028\u2029\u200b\ufeff"
+
+
+def only_visible(text: str) -> bool:
+    return not any(c in text for c in HIDDEN)
+
+
+async def test_a_client_name_cannot_reorder_or_hide_the_pages_words(
+    oauth_server: OAuthServer,
+) -> None:
+    """ "Evil \u202e(ai.edualc)" would read "Evil (claude.ia)..." with the page's own words
+    after it reversed: each hidden character is shown as <U+...>, the name isolated."""
+    name = "Evil \u202e(ia.edualc) " + HIDDEN
+    registered = httpx2.post(
+        oauth_server.base + "/register",
+        json={
+            "client_name": name,
+            "redirect_uris": [REDIRECT_URI],
+            "token_endpoint_auth_method": "none",
+        },
+    )
+    assert registered.status_code == 201
+    browser = Browser(oauth_server.key)
+    try:
+        client_id = registered.json()["client_id"]
+        _, challenge = pkce()
+        started = await browser.get(authorize_url(oauth_server, client_id, challenge))
+        sign_in = await browser.get(started.headers["location"])
+        posted = await browser.post(
+            str(sign_in.url), {**read_form(sign_in.text).fields, "memory_key": browser.key}
+        )
+        consent = await browser.get(oauth_server.base + posted.headers["location"])
+    finally:
+        await browser.aclose()
+    for page in (sign_in, consent):
+        assert only_visible(page.text)
+        assert "<bdi>Evil &lt;U+202E&gt;(ia.edualc) &lt;U+202A&gt;" in page.text
+        assert "&lt;U+061C&gt;&lt;U+0000&gt;&lt;U+0007&gt;" in page.text
+
+
+def test_a_client_id_in_a_bad_link_cannot_reorder_or_hide_the_pages_words(
+    oauth_server: OAuthServer,
+) -> None:
+    _, challenge = pkce()
+    response = httpx2.get(authorize_url(oauth_server, "app\u202e" + HIDDEN, challenge))
+    assert response.status_code == 400
+    assert only_visible(response.text) and "app&lt;U+202E&gt;" in response.text
 
 
 # consent belongs to the browser that signed in --------------------------------------------
