@@ -157,11 +157,11 @@ def build_embedded(
             methods=post,
         ),
         Route(SIGN_IN_PATH, endpoint=pages.sign_in, methods=["GET"]),
-        Route(SIGN_IN_PATH, endpoint=pages.sign_in_post, methods=["POST"]),
-        Route(OIDC_START_PATH, endpoint=pages.oidc_start, methods=["POST"]),
+        Route(SIGN_IN_PATH, endpoint=pages.same_site(pages.sign_in_post), methods=["POST"]),
+        Route(OIDC_START_PATH, endpoint=pages.same_site(pages.oidc_start), methods=["POST"]),
         Route(OIDC_CALLBACK_PATH, endpoint=pages.oidc_callback, methods=["GET"]),
         Route(CONSENT_PATH, endpoint=pages.consent, methods=["GET"]),
-        Route(CONSENT_PATH, endpoint=pages.consent_post, methods=["POST"]),
+        Route(CONSENT_PATH, endpoint=pages.same_site(pages.consent_post), methods=["POST"]),
     ]
     routes = throttled(routes, Throttle(limits, lambda: int(clock() * 1000)))
     return EmbeddedAuthServer(

@@ -19,12 +19,18 @@ from dataclasses import dataclass, replace
 from functools import partial
 from html import escape
 from typing import TypeVar, cast
+from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from mcp_memoryrouter.auth.browser import EXPLORER_LOGIN_COOKIE, SESSION_SECONDS, Cookies
+from mcp_memoryrouter.auth.browser import (
+    EXPLORER_LOGIN_COOKIE,
+    SESSION_SECONDS,
+    Cookies,
+    foreign_origin,
+)
 from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.display import return_host, shown, visible
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
@@ -104,7 +110,10 @@ SECURITY_HEADERS = {
         "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
+    # pages' own form posts, which the origin check (foreign_origin) refuses; no address is
+    # sent to another site either way
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
 }
@@ -155,6 +164,16 @@ def client_words(pending: PendingRequest) -> str:
 
 def refused() -> Response:
     return page("Request refused", "<p>The form was stale or forged.</p>", status=403)
+
+
+def from_another_site() -> Response:
+    return page(
+        "Request refused",
+        "<p>This form was sent from another site, not from this server's own page, so "
+        "nothing was done and nothing was shared.</p><p>If you were connecting an app, start "
+        "connecting again from the app: it sends you here, and you answer on this page.</p>",
+        status=403,
+    )
 
 
 class Pages:
@@ -261,6 +280,19 @@ class Pages:
             "<p>Start connecting again from your app.</p>",
             status=400,
         )
+
+    def same_site(self, endpoint: Endpoint) -> Endpoint:
+        """``endpoint`` (where a page's form is posted), refusing a form posted from another
+        site: its Origin names neither the Host it was sent to nor the issuer's."""
+        issuer = urlsplit(self._provider.issuer).netloc
+
+        async def guarded(request: Request) -> Response:
+            host = request.headers.get("host", "")
+            if foreign_origin(request.headers.get("origin"), host, issuer):
+                return from_another_site()
+            return await endpoint(request)
+
+        return guarded
 
     # sign-in ------------------------------------------------------------------------------
 

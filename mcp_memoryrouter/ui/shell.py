@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import host_allowed, send_bytes
+from mcp_memoryrouter.auth.browser import foreign_origin
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,7 @@ class Shell:
                 "the name to MEMORYROUTER_ALLOWED_HOSTS.",
             )
             return
-        origin = headers.get("origin")
-        if scope["method"] == "POST" and origin and urlsplit(origin).netloc.lower() != host.lower():
+        if scope["method"] == "POST" and foreign_origin(headers.get("origin"), host):
             await _refuse(
                 send, 403, "Refused", "This form was sent from another site. Nothing was changed."
             )

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Route, sync_playwright
+from playwright.sync_api import Browser, Request, Route, sync_playwright
 
 from tests.auth.conftest import (
     REDIRECT_URI,
@@ -72,3 +72,32 @@ def test_a_browser_signs_in_leaves_delete_unticked_and_the_token_lacks_it(
         oauth_server, tokens["access_token"], "store_memory", content="from a browser"
     )
     assert stored.status_code == 200 and not stored.json()["result"]["isError"]
+
+
+def test_the_pages_own_forms_are_posted_with_this_servers_origin(
+    oauth_server: OAuthServer, browser: Browser
+) -> None:
+    """The origin check refuses "Origin: null", which a browser sends on a form post from a
+    page served with ``Referrer-Policy: no-referrer``: the pages' own posts must pass it."""
+    client_id = register(oauth_server)
+    _, challenge = pkce()
+    posts: list[tuple[str, str | None]] = []
+
+    def posted(request: Request) -> None:
+        if request.method == "POST":
+            posts.append((urlsplit(request.url).path, request.headers.get("origin")))
+
+    page = browser.new_page()
+    page.on("request", posted)
+    page.route(REDIRECT_URI.rsplit("/", 1)[0] + "/**", lambda route: route.fulfill(body="ok"))
+    page.goto(authorize_url(oauth_server, client_id, challenge))
+    page.get_by_label("Memory key").fill(oauth_server.key)
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url("**/oauth/consent")
+    page.get_by_role("button", name="Allow").click()
+    page.wait_for_url(REDIRECT_URI + "?**")
+    page.close()
+    assert posts == [
+        ("/oauth/sign-in", oauth_server.base),
+        ("/oauth/consent", oauth_server.base),
+    ]

@@ -409,3 +409,35 @@ async def test_a_resource_with_a_fragment_is_invalid_target_at_authorize_and_tok
     )
     assert response.status_code == 400 and response.json()["error"] == "invalid_target"
 
+
+async def started_sign_in(
+    server: OAuthServer, browser: httpx2.AsyncClient
+) -> tuple[str, dict[str, str]]:
+    """An authorization started in ``browser``: the sign-in page's URL and form fields."""
+    client_id = register(server)
+    _, challenge = pkce()
+    started = await browser.get(authorize_url(server, client_id, challenge))
+    page = await browser.get(started.headers["location"])
+    return str(page.url), read_form(page.text).fields
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://127.0.0.1:1"])
+async def test_a_sign_in_or_consent_form_posted_from_another_origin_is_403(
+    oauth_server: OAuthServer, origin: str
+) -> None:
+    async with httpx2.AsyncClient() as browser:
+        sign_in, fields = await started_sign_in(oauth_server, browser)
+        posted = {**fields, "memory_key": oauth_server.key}
+        foreign = await browser.post(sign_in, data=posted, headers={"Origin": origin})
+        assert foreign.status_code == 403 and "text/html" in foreign.headers["content-type"]
+        assert "start connecting again" in foreign.text  # what to do
+        # the same form from this server's own page goes through, and so does the consent
+        own = await browser.post(sign_in, data=posted, headers={"Origin": oauth_server.base})
+        assert own.status_code == 303
+        consent = await browser.get(oauth_server.base + own.headers["location"])
+        form = {**read_form(consent.text).fields, "scope": "memories:read", "decision": "allow"}
+        target = oauth_server.base + "/oauth/consent"
+        refused = await browser.post(target, data=form, headers={"Origin": origin})
+        assert refused.status_code == 403 and "location" not in refused.headers
+        allowed = await browser.post(target, data=form)  # no Origin: a browser may omit it
+        assert allowed.status_code == 303 and "code" in query_of(allowed)
