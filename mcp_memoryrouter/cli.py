@@ -19,6 +19,8 @@ from mcp_memoryrouter.errors import (
     StoreUnavailable,
     Unauthorized,
 )
+from mcp_memoryrouter.limits import MAX_ID_CHARS
+from mcp_memoryrouter.schemas import hidden
 from mcp_memoryrouter.startup import Listening, banner, keep_first_key, stdio_command
 from mcp_memoryrouter.vault.app import build_service, migrate_store
 from mcp_memoryrouter.vault.http import render
@@ -131,9 +133,35 @@ def _keyring() -> tuple[VaultService, Keyring]:
     return service, service.keys
 
 
+def _key_name(_: click.Context, __: click.Parameter, name: str) -> str:
+    """The name ``keys create`` gives a key: the rule ``POST /v1/keys`` applies."""
+    problem = next((f"U+{ord(c):04X}" for c in name if hidden(c)), None)
+    if problem is not None:
+        raise click.BadParameter(
+            f"holds {problem}, a control or formatting character (a terminal would act on "
+            "it when the name is listed): use letters, digits, spaces and punctuation"
+        )
+    if not 1 <= len(name) <= MAX_ID_CHARS:
+        raise click.BadParameter(f"give a name of 1 to {MAX_ID_CHARS} characters")
+    return name
+
+
+def visible(text: str) -> str:
+    """``text`` for a terminal: each control or formatting character shown as <U+001B>, never
+    sent raw (names stored before they were checked may hold escape sequences)."""
+    return "".join(f"<U+{ord(c):04X}>" if hidden(c) else c for c in text)
+
+
 @keys.command("create")
 @click.option("--read-only", is_flag=True, help="The key can search and inspect, never write.")
-@click.option("--name", default="default", show_default=True, help="A label for the key.")
+@click.option(
+    "--name",
+    default="default",
+    show_default=True,
+    callback=_key_name,
+    help=f"A label for the key: up to {MAX_ID_CHARS} characters, no control or formatting "
+    "characters.",
+)
 @click.option(
     "--vault",
     "vault_ref",
@@ -193,7 +221,7 @@ def keys_list(vault_ref: str | None, as_json: bool) -> None:
             mode = "read-only" if k.read_only else "read-write"
             click.echo(
                 f"  {k.id}  {k.prefix or '?':<8}…  {mode:<10}  created {k.created_at}  "
-                f"last used {k.last_used_at or 'never'}  {k.name}"
+                f"last used {k.last_used_at or 'never'}  {visible(k.name)}"
             )
 
 
@@ -212,7 +240,7 @@ def keys_revoke(key_id: str) -> None:
         raise click.ClickException(f"no key {key_id} here: `mcp-memoryrouter keys list`") from exc
     finally:
         service.close()
-    click.echo(f"revoked {record.id} ({record.name}) of vault {record.vault_ref}")
+    click.echo(f"revoked {record.id} ({visible(record.name)}) of vault {record.vault_ref}")
     if not any(not k.read_only for k in left):
         click.echo(
             f"warning: vault {record.vault_ref} has no read-write key left; make one with "

@@ -6,6 +6,7 @@ not an integer); responses are exactly what the product document shows.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -39,6 +40,31 @@ def _unicode(text: str) -> str:
     return text
 
 
+# Unicode's control, format and separator characters (Cc, Cf, Zl, Zp), but the joiners
+# (Persian, the Indic scripts and emoji sequences need them): ESC sequences and OSC 52, C1
+# controls, DEL, and the bidi embeddings, overrides, isolates and marks (Unicode TR9) that
+# reorder what follows them. A key name holds none: operators read names on a terminal
+# (`keys list`), which acts on them instead of showing them. auth/display.py shows the same
+# set on the sign-in pages.
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+JOINERS = frozenset({"\u200c", "\u200d"})
+
+
+def hidden(char: str) -> bool:
+    """Whether ``char`` is one a terminal or a page acts on instead of showing."""
+    return unicodedata.category(char) in HIDDEN_CATEGORIES and char not in JOINERS
+
+
+def _showable(text: str) -> str:
+    for position, char in enumerate(text):
+        if hidden(char):
+            raise ValueError(
+                f"must not hold control or formatting characters (U+{ord(char):04X} at "
+                f"position {position}): use letters, digits, spaces and punctuation"
+            )
+    return text
+
+
 def _tiers(value: list[int]) -> list[int]:
     if not value or any(t not in limits.TIERS for t in value):
         raise ValueError("tiers must be a non-empty subset of [1, 2, 3]")
@@ -58,6 +84,7 @@ Query = Annotated[Text, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)]
 OptionalQuery = Annotated[Text, Field(max_length=limits.MAX_QUERY_CHARS)]
 Id = Annotated[Text, Field(min_length=1, max_length=limits.MAX_ID_CHARS)]
 SessionId = Id
+KeyName = Annotated[Id, AfterValidator(_showable)]
 Limit = Annotated[StrictInt, Field(ge=1, le=limits.SEARCH_LIMIT_MAX)]
 Importance = Annotated[StrictInt, Field(ge=limits.IMPORTANCE_MIN, le=limits.IMPORTANCE_MAX)]
 Tiers = Annotated[
@@ -227,7 +254,7 @@ class KeyCreateRequest(_Request):
     """Unknown fields are refused, not ignored: ``{"mode": "read"}`` must not mint a
     read-write key."""
 
-    name: Id | None = None
+    name: KeyName | None = None
     read_only: StrictBool = False
 
     @model_validator(mode="before")

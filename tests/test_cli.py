@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx2
 from click.testing import CliRunner, Result
 
+from mcp_memoryrouter import schemas
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.errors import Unauthorized
 from mcp_memoryrouter.vault.service import VaultService
@@ -167,3 +168,63 @@ def test_serve_runs_a_real_server_and_prints_the_first_key_once(tmp_path: Path) 
             proc.stderr.close()
     # The claim ends with the process.
     SQLiteStore(tmp_path / "vault.sqlite3", serving=True).close()
+
+
+HOSTILE_NAMES = [
+    "\x1b[2J\x1b[Hall clear",  # clears the screen
+    "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07",  # OSC 52: writes the clipboard
+    "a\x9b31mb",  # C1 CSI
+    "del\x7f",
+    "\u202eevil\u202c",  # right-to-left override
+    "\u2066isolated\u2069",
+    "two\u2028lines",
+    "tab\there",
+]
+
+
+def test_keys_create_refuses_a_name_with_control_characters_and_makes_nothing(
+    tmp_path: Path,
+) -> None:
+    env = {"MEMORYROUTER_DATA_DIR": str(tmp_path)}
+    first = json.loads(_keys(env, "create", "--json").output)
+    for name in HOSTILE_NAMES:
+        for args in (["--name", name], ["--vault", first["vault"], "--name", name]):
+            result = _keys(env, "create", *args)
+            assert result.exit_code == 2, (name, result.output)
+            assert "--name" in result.output
+    (vault,) = json.loads(_keys(env, "list", "--json").output)["vaults"]
+    assert [k["id"] for k in vault["keys"]] == [first["id"]]
+
+
+def test_keys_create_takes_names_in_any_script_with_joiners(tmp_path: Path) -> None:
+    env = {"MEMORYROUTER_DATA_DIR": str(tmp_path)}
+    for name in (
+        "Café ☕",
+        "👩\u200d💻 laptop",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+    ):
+        assert _keys(env, "create", "--name", name).exit_code == 0, name
+
+
+def test_keys_list_and_revoke_never_print_a_stored_name_raw(tmp_path: Path) -> None:
+    """Rows written before names were checked may hold escape sequences: the terminal sees
+    each control character as <U+...>."""
+    env = {"MEMORYROUTER_DATA_DIR": str(tmp_path)}
+    first = json.loads(_keys(env, "create", "--json").output)
+    store = SQLiteStore(tmp_path / "vault.sqlite3")
+    try:
+        keyring = VaultService(store, clock=lambda: 0, lease_seconds=900).keys
+        planted = [keyring.add_to_vault(first["vault"], n, False)[1] for n in HOSTILE_NAMES]
+    finally:
+        store.close()
+    listed = _keys(env, "list")
+    assert listed.exit_code == 0, listed.output
+    revoked = _keys(env, "revoke", planted[0].id)
+    assert revoked.exit_code == 0, revoked.output
+    for printed in (listed.output, revoked.output):
+        assert not any(schemas.hidden(c) for c in printed.replace("\n", ""))
+    assert "<U+001B>[2J<U+001B>[Hall clear" in listed.output
+    assert "<U+202E>evil<U+202C>" in listed.output and "<U+001B>[2J" in revoked.output
+    as_json = json.loads(_keys(env, "list", "--json").output)  # JSON escapes them itself
+    names = [k["name"] for k in as_json["vaults"][0]["keys"]]
+    assert sorted(names) == sorted(["default", *HOSTILE_NAMES[1:]])

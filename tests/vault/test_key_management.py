@@ -7,6 +7,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import Vault
 from tests.vault.test_keys_api import assert_envelope
@@ -157,3 +159,39 @@ def test_keys_made_before_key_management_get_an_id_and_no_prefix(tmp_path: Path)
         assert store.revoke_key("v", keys[0].id) and store.find_key("h1") is None
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\x1b[2J\x1b[Hall clear",
+        "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07",  # OSC 52: writes the clipboard
+        "a\x9b31mb",  # C1 CSI
+        "del\x7f",
+        "nul\x00",
+        "\u202eevil",  # right-to-left override
+        "\u2067isolated\u2069",
+        "two\u2029paragraphs",
+        "zero\u200bwidth",
+    ],
+)
+def test_a_key_name_with_control_characters_is_400_naming_the_field_and_mints_nothing(
+    vault: Vault, name: str
+) -> None:
+    response = vault.post("/v1/keys", {"name": name})
+    assert_envelope(response, 400, "invalid_request")
+    assert [e["field"] for e in response.json()["error"]["details"]["errors"]] == ["name"]
+    assert len(listed(vault)) == 1
+
+
+def test_key_names_in_any_script_keep_their_joiners(vault: Vault) -> None:
+    names = [
+        "Café ☕",
+        "👩\u200d💻 laptop",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+        "日本語のキー",
+    ]
+    for name in names:
+        vault.clock.advance(1)  # listed oldest first
+        mint(vault, name=name)
+    assert [k["name"] for k in listed(vault)] == ["default", *names]
