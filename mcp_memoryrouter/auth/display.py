@@ -5,27 +5,18 @@ and a user name before an ``@`` never passes for the host."""
 
 from __future__ import annotations
 
-import unicodedata
 from html import escape
 from urllib.parse import urlsplit
 
-# Unicode's control, format and separator characters (Cc, Cf, Zl, Zp): the bidi embeddings,
-# overrides, isolates and marks (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C) among
-# them. The joiners stay: Persian, the Indic scripts and emoji sequences need them, and they
-# move nothing.
-HIDDEN_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
-JOINERS = {"\u200c", "\u200d"}
+from mcp_memoryrouter.schemas import hidden
 
 
 def visible(text: str) -> str:
-    """``text`` with every control, format or separator character shown as ``<U+202E>``, so
-    it can neither reorder the words around it nor hide any of its own."""
-    return "".join(
-        f"<U+{ord(c):04X}>"
-        if unicodedata.category(c) in HIDDEN_CATEGORIES and c not in JOINERS
-        else c
-        for c in text
-    )
+    """``text`` with every control, format or separator character (``schemas.hidden``: the
+    bidi embeddings, overrides, isolates and marks U+202A-U+202E, U+2066-U+2069, U+200E,
+    U+200F and U+061C among them; not the joiners) shown as ``<U+202E>``, so it can neither
+    reorder the words around it nor hide any of its own."""
+    return "".join(f"<U+{ord(c):04X}>" if hidden(c) else c for c in text)
 
 
 def shown(text: str) -> str:

@@ -26,10 +26,8 @@ its line.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -47,19 +45,13 @@ from pydantic import (
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.errors import InvalidRequest
 
-_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
 
 def _check_moment(value: str) -> str:
-    """An ISO date or datetime, as the vault accepts them."""
-    text = value.strip()
-    try:
-        if _DATE_ONLY.match(text):
-            date.fromisoformat(text)
-        else:
-            datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise ValueError("must be an ISO date (2026-02-01) or datetime") from exc
+    """An ISO date or datetime, as the vault accepts them (the same patterns)."""
+    if not limits.MOMENT.fullmatch(value):
+        raise ValueError("must be an ISO date (2026-02-01) or datetime")
+    if limits.MOMENT_OFF_THE_EDGE.fullmatch(value):
+        raise ValueError("on 0001-01-01 or 9999-12-31 must be in UTC (Z)")
     return value
 
 

@@ -221,9 +221,11 @@ class VaultService:
         embeddings: str | None = None,
     ) -> tuple[DatePage, Counters]:
         access.require_read()
-        if start > end:
-            raise InvalidRequest("from must not be after to", {"field": "from"})
         budget = limits.DATE_PAGE_TOKENS if max_tokens is None else _budget(max_tokens)
+        if start > end:
+            # a window that closes before it opens holds nothing: JSON Schema cannot compare
+            # two fields, so /openapi.json allows it and the answer is an empty page
+            return DatePage((), start, end, False), self._store.counters(access.vault_id)
         where = replace(where, window=(start, end))
         if query is not None and query.strip():
             hits = self._search(access.vault_id, query, DATE_QUERY_CANDIDATES, where, embeddings)

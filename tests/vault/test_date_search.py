@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_memoryrouter.vault.rules.access import Access
-from mcp_memoryrouter.vault.rules.dates import format_ms
+from mcp_memoryrouter.vault.rules.dates import format_ms, parse_moment
 from mcp_memoryrouter.vault.rules.domain import Batch, Entry, SearchFilter
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
@@ -101,7 +101,11 @@ def test_a_query_ranks_by_relevance_within_the_window(vault: Vault) -> None:
     [
         {},
         {"from": "soon"},
-        {"from": "2026-02-02", "to": "2026-02-01"},
+        {"from": " 2026-02-01"},
+        {"from": "2026-02-01T10:00:00+0100"},
+        {"from": "2026-02-29"},
+        {"from": "0001-01-01T00:00:00+01:00"},
+        {"from": "2026-02-01", "to": "9999-12-31T20:00:00-05:00"},
         {"from": "2026-02-01", "tiers": []},
         {"from": "2026-02-01", "tiers": [4]},
         {"from": "2026-02-01", "importance": 0},
@@ -112,6 +116,20 @@ def test_a_query_ranks_by_relevance_within_the_window(vault: Vault) -> None:
 )
 def test_invalid_date_searches_are_400(vault: Vault, body: dict[str, Any]) -> None:
     assert_envelope(vault.post(DATE_SEARCH, body), 400, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "window",
+    [{"from": "2026-02-02", "to": "2026-02-01"}, {"from": "9999-12-31", "query": "deploy"}],
+)
+def test_a_window_that_closes_before_it_opens_is_an_empty_page(
+    vault: Vault, window: dict[str, str]
+) -> None:
+    # JSON Schema cannot compare from with to (or now), so /openapi.json allows it: no 400
+    vault.ingest("deploy finished", date="2026-02-01T12:00:00Z")
+    body = search(vault, **window)
+    assert (body["memories"], body["truncated"]) == ([], False)
+    assert body["returned"]["from"] == format_ms(parse_moment(window["from"], field="from"))
 
 
 def test_a_group_larger_than_the_budget_still_advances(vault: Vault) -> None:

@@ -174,9 +174,22 @@ def test_usage_meters_per_the_billing_table(vault: Vault) -> None:
     assert usage["vault"].startswith("vr_")
 
 
-def test_usage_window_must_be_ordered(vault: Vault) -> None:
+def test_a_usage_period_that_ends_before_it_starts_holds_no_events(vault: Vault) -> None:
+    # JSON Schema cannot compare from with to, so /openapi.json allows it: no 400
+    vault.ingest("counted on 2026-02-01", date="2026-02-01")
     response = vault.http.get("/v1/usage?from=2026-02-02&to=2026-02-01", headers=vault.headers())
-    assert_envelope(response, 400, "invalid_request")
+    assert response.status_code == 200, response.text
+    assert response.json()["totals"]["events"] == 0
+    assert response.json()["period"] == {
+        "from": "2026-02-02T00:00:00.000Z",
+        "to": "2026-02-01T23:59:59.999Z",
+    }
+
+
+def test_usage_up_to_the_first_days_of_year_1_starts_on_0001_01_01(vault: Vault) -> None:
+    response = vault.http.get("/v1/usage?to=0001-01-02", headers=vault.headers())
+    assert response.status_code == 200, response.text
+    assert response.json()["period"]["from"] == "0001-01-01T00:00:00.000Z"
 
 
 def test_health_and_openapi_are_public(vault: Vault) -> None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.limits import MOMENT, MOMENT_OFF_THE_EDGE
 from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.rules import chunking, contract, debt, selection
-from mcp_memoryrouter.vault.rules.dates import format_ms, parse_moment
+from mcp_memoryrouter.vault.rules.dates import EARLIEST_MS, format_ms, parse_moment, to_ms
 from mcp_memoryrouter.vault.rules.domain import Candidate, Counters, Entry
 
 
@@ -31,10 +33,91 @@ def test_offset_datetimes_are_converted_to_utc_milliseconds() -> None:
     assert format_ms(parse_moment("2026-02-01T04:11:09Z", field="f")) == "2026-02-01T04:11:09.000Z"
 
 
-@pytest.mark.parametrize("bad", ["yesterday", "2026-13-01", "", "2026-02-30", "12:00"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "yesterday",
+        "2026-13-01",
+        "",
+        "2026-02-30",
+        "12:00",
+        # what Python's own parser takes, and the pattern /openapi.json carries does not
+        " 2026-02-01",
+        "2026-02-01\n",
+        "20260201",
+        "2026-W05-1",
+        "2026-02-01T10",
+        "2026-02-01T10:00:00+0100",
+        "2026-02-01T10:00:00,5Z",
+        # what RFC 3339 allows and Python's parser refuses
+        "2026-02-01t10:00:00z",
+        "2016-12-31T23:59:60Z",
+        "0000-01-01",
+        "\u0662\u0660\u0662\u0666-02-01",
+    ],
+)
 def test_unparseable_dates_are_invalid_requests(bad: str) -> None:
     with pytest.raises(InvalidRequest):
         parse_moment(bad, field="date")
+
+
+@pytest.mark.parametrize(
+    "edge", ["0001-01-01T00:00:00+01:00", "0001-01-01 23:00-00:30", "9999-12-31T20:00:00-05:00"]
+)
+def test_an_offset_on_the_first_or_last_day_of_years_1_to_9999_is_refused(edge: str) -> None:
+    with pytest.raises(InvalidRequest):
+        parse_moment(edge, field="date")
+    # in UTC those days are read
+    assert parse_moment(edge[:10] + "T00:00:00Z", field="date") % 86_400_000 == 0
+    assert parse_moment(edge[:10] + "T12:00:00+00:00", field="date") % 86_400_000 == 43_200_000
+
+
+def _is_a_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_the_moment_pattern_holds_exactly_the_days_of_the_calendar() -> None:
+    for year in (1, 4, 99, 100, 400, 1600, 1700, 1900, 2000, 2023, 2024, 2100, 9996, 9999):
+        for month, day in itertools.product(range(100), repeat=2):
+            text = f"{year:04d}-{month:02d}-{day:02d}"
+            assert bool(MOMENT.fullmatch(text)) is _is_a_day(text), text
+    for year in range(10_000):  # every leap day there is, and no other
+        text = f"{year:04d}-02-29"
+        assert bool(MOMENT.fullmatch(text)) is _is_a_day(text), text
+
+
+@given(st.from_regex(MOMENT, fullmatch=True))
+def test_every_moment_the_pattern_allows_is_read_unless_off_the_edge(text: str) -> None:
+    if MOMENT_OFF_THE_EDGE.fullmatch(text):
+        with pytest.raises(InvalidRequest):
+            parse_moment(text, field="date")
+    else:
+        moment = parse_moment(text, field="date")
+        assert format_ms(moment) and moment >= EARLIEST_MS  # within 0001-9999 in UTC
+
+
+@given(
+    st.datetimes(
+        timezones=st.sampled_from(
+            [None, UTC, timezone(timedelta(hours=14)), timezone(-timedelta(hours=9, minutes=30))]
+        )
+    ),
+    st.sampled_from(["T", " "]),
+    st.sampled_from(["minutes", "seconds", "milliseconds", "microseconds"]),
+)
+def test_python_s_iso_datetimes_are_read_as_the_same_moment(
+    moment: datetime, separator: str, timespec: str
+) -> None:
+    text = moment.isoformat(separator, timespec)
+    if MOMENT_OFF_THE_EDGE.fullmatch(text):
+        return
+    written = datetime.fromisoformat(text)
+    written = written if written.tzinfo else written.replace(tzinfo=UTC)
+    assert parse_moment(text, field="date") == to_ms(written.astimezone(UTC))
 
 
 def test_short_messages_stay_whole() -> None:

@@ -7,8 +7,9 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.limits import MOMENT, MOMENT_OFF_THE_EDGE
 
-_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE_ONLY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DAY_MS = 86_400_000
 
@@ -17,6 +18,9 @@ def to_ms(moment: datetime) -> int:
     """UTC epoch milliseconds, truncating sub-millisecond precision."""
     delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+EARLIEST_MS = to_ms(datetime.min.replace(tzinfo=UTC))  # 0001-01-01T00:00:00.000Z
 
 
 def format_ms(ms: int) -> str:
@@ -30,29 +34,27 @@ def format_ms(ms: int) -> str:
 def parse_moment(text: str, *, field: str, end_of_day: bool = False) -> int:
     """Parse an ISO date or datetime into epoch ms.
 
-    A date alone means the start of that UTC day, or its last millisecond when
-    ``end_of_day`` is set (a date-only ``to`` bound). A datetime without an offset is UTC.
+    ``text`` must be a ``limits.MOMENT`` as a whole, the pattern ``/openapi.json`` carries
+    (valid dates only), and on the first or last day of the years 0001-9999 in UTC, so no
+    offset carries it outside them. A date alone means the start of that UTC day, or its
+    last millisecond when ``end_of_day`` is set (a date-only ``to`` bound). A datetime
+    without an offset is UTC.
     """
-    value = text.strip()
-    try:
-        if _DATE_ONLY.match(value):
-            day = date.fromisoformat(value)
-            start = to_ms(datetime.combine(day, time(0), tzinfo=UTC))
-            return start + _DAY_MS - 1 if end_of_day else start
-        moment = datetime.fromisoformat(value)
-    except ValueError as exc:
+    if not MOMENT.fullmatch(text):
         raise InvalidRequest(
             f"{field} must be an ISO date (2026-02-01) or datetime (2026-02-01T04:11:09Z)",
             {"field": field},
-        ) from exc
+        )
+    if MOMENT_OFF_THE_EDGE.fullmatch(text):
+        raise InvalidRequest(
+            f"{field} on 0001-01-01 or 9999-12-31 must be in UTC (Z): an offset could carry "
+            "it outside the years 0001 to 9999",
+            {"field": field},
+        )
+    if _DATE_ONLY.fullmatch(text):
+        start = to_ms(datetime.combine(date.fromisoformat(text), time(0), tzinfo=UTC))
+        return start + _DAY_MS - 1 if end_of_day else start
+    moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    try:
-        # an offset can carry a moment past year 9999 or before year 1 in UTC, where
-        # no date can be rendered
-        moment = moment.astimezone(UTC)
-    except OverflowError as exc:
-        raise InvalidRequest(
-            f"{field} is outside the years 0001 to 9999 in UTC", {"field": field}
-        ) from exc
-    return to_ms(moment)
+    return to_ms(moment.astimezone(UTC))
