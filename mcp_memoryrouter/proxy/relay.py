@@ -239,10 +239,10 @@ class ChatProxy:
             body = await self._body(request)
             call, forwarded = await self._before(fmt, body, vault, info, chosen, asked_at)
         except MemoryRouterError as refused:
-            response = error_response(refused)
+            refusal = error_response(refused)
             # a refused body may be unread: the connection is not kept for the next request
-            response.headers["connection"] = "close"
-            return response
+            refusal.headers["connection"] = "close"
+            return refusal
         upstream = self._http.build_request(
             "POST",
             target,
@@ -542,6 +542,7 @@ def _prepare_request(chosen: Options, turns: list[Turn]) -> schemas.PrepareReque
         context_limit=chosen.context_limit,
         tiers=chosen.tiers,
         importance=chosen.importance,
+        stored_by=chosen.stored_by,
     )
 
 

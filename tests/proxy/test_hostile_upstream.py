@@ -52,7 +52,10 @@ class Proxy:
     upstream: Hostile
 
     def call(self, stream: bool = False) -> httpx2.Response:
-        body = {"model": "m", "messages": [{"role": "user", "content": QUESTION}]}
+        body: dict[str, object] = {
+            "model": "m",
+            "messages": [{"role": "user", "content": QUESTION}],
+        }
         if stream:
             body["stream"] = True
         headers = {"X-Memory-Key": self.key, "Authorization": "Bearer sk-1"}
