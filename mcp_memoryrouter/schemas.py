@@ -1,7 +1,8 @@
 """Wire models of the REST API, shared by the vault (server side) and ``client.py``.
 
-Requests are validated strictly at the edge (an importance of ``7.0``, ``"7"`` or ``true`` is
-not an integer); responses are exactly what the product document shows.
+Requests are validated strictly at the edge (an importance of ``7.5``, ``"7"`` or ``true`` is
+not an integer; ``7.0`` is 7, as JSON Schema counts it); responses are exactly what the
+product document shows.
 """
 
 from __future__ import annotations
@@ -71,6 +72,16 @@ def _tiers(value: list[int]) -> list[int]:
     return value
 
 
+def _whole(value: Any) -> Any:
+    """JSON Schema's integer (the rule ``/openapi.json`` is read by): ``7.0`` is the number
+    7, so it is taken as 7. ``7.5``, ``"7"`` and ``true`` are still refused."""
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not true or false")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or (value is not None and not isinstance(value, int | float)):
         raise ValueError("max_tokens must be a number")
@@ -80,15 +91,17 @@ def _number(value: Any) -> Any:
 # The field types of the requests, each rule written once. The MCP tools take their
 # arguments in these same types, so a tool's schema and the REST model cannot disagree.
 Text = Annotated[StrictStr, AfterValidator(_unicode)]
+# last in an integer's metadata, after its bounds: JSON Schema keeps minimum and maximum
+WHOLE = BeforeValidator(_whole)
 Query = Annotated[Text, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)]
 OptionalQuery = Annotated[Text, Field(max_length=limits.MAX_QUERY_CHARS)]
 Id = Annotated[Text, Field(min_length=1, max_length=limits.MAX_ID_CHARS)]
 SessionId = Id
 KeyName = Annotated[Id, AfterValidator(_showable)]
-Limit = Annotated[StrictInt, Field(ge=1, le=limits.SEARCH_LIMIT_MAX)]
-Importance = Annotated[StrictInt, Field(ge=limits.IMPORTANCE_MIN, le=limits.IMPORTANCE_MAX)]
+Limit = Annotated[StrictInt, Field(ge=1, le=limits.SEARCH_LIMIT_MAX), WHOLE]
+Importance = Annotated[StrictInt, Field(ge=limits.IMPORTANCE_MIN, le=limits.IMPORTANCE_MAX), WHOLE]
 Tiers = Annotated[
-    list[StrictInt],
+    list[Annotated[StrictInt, WHOLE]],
     AfterValidator(_tiers),
     Field(json_schema_extra={"minItems": 1, "items": {"type": "integer", "enum": [1, 2, 3]}}),
 ]
@@ -98,6 +111,8 @@ Ids = Annotated[
 ]
 # a token budget: any number, clamped by the vault (rules/selection.clamp_budget)
 Budget = Annotated[StrictInt | float, BeforeValidator(_number)]
+ContextLimit = Annotated[StrictInt, Field(ge=1, le=limits.CONTEXT_LIMIT_MAX), WHOLE]
+PrepareTokens = Annotated[StrictInt, Field(ge=1, le=limits.PREPARE_MAX_TOKENS), WHOLE]
 Order = Literal["newest_first", "oldest_first"]
 AsOf = Annotated[
     Text | None,
@@ -151,8 +166,8 @@ class PrepareRequest(_Request):
     query: OptionalQuery | None = None
     session_id: SessionId | None = None
     density: Literal["low", "default", "high", "xhigh"] = "default"
-    context_limit: Annotated[StrictInt, Field(ge=1, le=limits.CONTEXT_LIMIT_MAX)] | None = None
-    max_tokens: Annotated[StrictInt, Field(ge=1, le=limits.PREPARE_MAX_TOKENS)] | None = None
+    context_limit: ContextLimit | None = None
+    max_tokens: PrepareTokens | None = None
     tiers: Tiers | None = None
     importance: Importance | None = None
     embeddings: Text | None = None
@@ -174,7 +189,7 @@ class DateSearchRequest(_Request):
 
 
 class CheckoutRequest(_Request):
-    tier: Literal[1, 2]
+    tier: Annotated[Literal[1, 2], WHOLE]
     max_tokens: Budget | None = None
     session_id: SessionId | None = None
     embeddings: Text | None = None
@@ -215,12 +230,12 @@ class CoversIn(_Request):
 class ImportReflectionsRequest(_Request):
     """Recreate reflections from an export, linked to sources one tier below."""
 
-    tier: Literal[2, 3]
+    tier: Annotated[Literal[2, 3], WHOLE]
     entries: Entries
     source_ids: Annotated[list[Text], Field(max_length=limits.MAX_SOURCE_IDS)] = []
     covers: CoversIn | None = None
     # sources the exported reflections had lost: inspect keeps counting them as deleted
-    sources_deleted: Annotated[StrictInt, Field(ge=0, le=limits.MAX_SOURCE_IDS)] = 0
+    sources_deleted: Annotated[StrictInt, Field(ge=0, le=limits.MAX_SOURCE_IDS), WHOLE] = 0
 
 
 class MarkConsolidatedRequest(_Request):
@@ -231,7 +246,7 @@ class MarkConsolidatedRequest(_Request):
 
 class InspectRequest(_Request):
     memory_id: Id
-    offset: Annotated[StrictInt, Field(ge=0)] = 0
+    offset: Annotated[StrictInt, Field(ge=0), WHOLE] = 0
     # "similarity": sources most similar to the memory first, each with its score
     order: Literal["date", "similarity"] = "date"
     session_id: SessionId | None = None

@@ -73,7 +73,11 @@ class ArchiveLine(BaseModel):
     role: schemas.Role | None = None
     date: StrictStr | None = None
     session_id: schemas.SessionId | None = None
-    importance: schemas.Importance | None = None
+    # strict, as the whole line is: an export writes importance as an integer (the REST
+    # models also take 7.0 as 7, JSON Schema's integer)
+    importance: (
+        Annotated[StrictInt, Field(ge=limits.IMPORTANCE_MIN, le=limits.IMPORTANCE_MAX)] | None
+    ) = None
     covers: ArchiveCovers | None = None
     sources: list[StrictStr] | None = None
     sources_deleted: Annotated[StrictInt, Field(ge=0, le=limits.MAX_SOURCE_IDS)] | None = None

@@ -197,7 +197,7 @@ def test_unknown_batches_and_batches_of_other_vaults_are_404(vault: Vault) -> No
         [{"text": "x" * 8001, "importance": 5}],
         [{"text": "ok", "importance": 0}],
         [{"text": "ok", "importance": 11}],
-        [{"text": "ok", "importance": 7.0}],
+        [{"text": "ok", "importance": 7.5}],
         [{"text": "ok", "importance": "7"}],
         [{"text": "ok", "importance": True}],
         [{"text": "ok"}],
