@@ -10,10 +10,12 @@ missing Caddy is a failure.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -175,3 +177,76 @@ async def test_sign_in_and_a_tool_call_over_tls(proxied: Proxied) -> None:
     assert [row["content"] for row in found.json()["memories"]] == ["stored over TLS"]
     assert flow.callbacks[0]["iss"] == proxied.public_url
     assert all(url.startswith(proxied.public_url + "/") for url in flow.authorize_urls)
+
+
+# --- the README's recipe for one machine, as written ---------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_blocks() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    return [block.split("\n", 1)[1] for block in text.split("```")[1::2]]
+
+
+def _laptop_recipe() -> tuple[str, list[str]]:
+    """The README's local Caddyfile and its server command (split as a shell would)."""
+    caddyfile = next(b for b in _readme_blocks() if "tls internal" in b)
+    command = next(
+        line
+        for block in _readme_blocks()
+        for line in block.splitlines()
+        if line.startswith("MEMORYROUTER_PUBLIC_URL=https://localhost")
+    )
+    return caddyfile, shlex.split(command)
+
+
+def test_the_readmes_recipe_for_one_machine_runs_as_written(tmp_path: Path) -> None:
+    if not Path(CADDY).exists():
+        pytest.fail("MEMORYROUTER_TEST_CADDY=1 but Caddy is not installed")
+    caddyfile, command = _laptop_recipe()
+    settings = [word for word in command if "=" in word]
+    assignments = dict(word.split("=", 1) for word in settings)
+    program = [word for word in command if word not in settings]
+    assert program == ["mcp-memoryrouter", "serve"]
+    public_url = assignments["MEMORYROUTER_PUBLIC_URL"]
+    # a person's home: Caddy's data and the server's vault land where the README says
+    home = tmp_path / "home"
+    site = home / "site"
+    site.mkdir(parents=True)
+    (site / "Caddyfile").write_text(caddyfile)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEMORYROUTER_"))}
+    env |= {"HOME": str(home), "MEMORYROUTER_EMBEDDINGS": "none"}  # no model to build here
+    log = tmp_path / "recipe.log"
+    with log.open("wb") as out:
+        caddy = subprocess.Popen(
+            [CADDY, "run"], cwd=site, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mcp_memoryrouter", *program[1:]],
+            env=env | assignments,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            root = home / ".local/share/caddy/pki/authorities/local/root.crt"
+            tls = _wait_for_authority(root, caddy, log)
+            _wait_for_tls(public_url, tls)
+            key = (home / ".local/share/mcp-memoryrouter/first-run.key").read_text().strip()
+            headers = {"X-Memory-Key": key}
+            body = {"messages": [{"role": "user", "content": "the kettle whistles over TLS"}]}
+            with httpx2.Client(verify=tls, timeout=30) as http:
+                stored = http.post(public_url + "/v1/memory/ingest", json=body, headers=headers)
+                assert stored.status_code == 202, stored.text
+                found = http.post(
+                    public_url + "/v1/memory/search", json={"query": "kettle"}, headers=headers
+                )
+                metadata = http.get(public_url + "/.well-known/oauth-protected-resource/mcp")
+        finally:
+            server.terminate()
+            caddy.terminate()
+            server.wait(timeout=START_SECONDS)
+            caddy.wait(timeout=START_SECONDS)
+    assert [m["content"] for m in found.json()["memories"]] == ["the kettle whistles over TLS"]
+    assert metadata.json()["resource"] == public_url + "/mcp"
