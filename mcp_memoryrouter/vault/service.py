@@ -282,7 +282,7 @@ class VaultService:
         embeddings: str | None = None,
     ) -> tuple[CommitOutcome, Counters]:
         access.require_full()
-        checked = contract.check_entries(entries, batch_id)
+        checked = contract.check_entries(entries)
         outcome = self._store.commit(
             access.vault_id,
             batch_id,
@@ -308,7 +308,7 @@ class VaultService:
     ) -> tuple[list[Created], Counters]:
         """Recreate exported reflections with their lineage (see ``mcp-memoryrouter import``)."""
         access.require_full()
-        checked = contract.check_entries(entries, "cb_")
+        checked = contract.check_entries(entries)
         created = self._store.import_reflections(
             access.vault_id,
             tier,

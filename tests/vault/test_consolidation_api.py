@@ -229,6 +229,23 @@ def test_an_entry_quoting_the_batch_id_is_refused(vault: Vault) -> None:
     )
 
 
+def test_an_entry_holding_a_batch_id_glued_to_a_word_is_refused(vault: Vault) -> None:
+    seed(vault, 1)
+    batch = checkout(vault)
+    text = f"See x{batch['batch_id']}."
+    assert_envelope(
+        commit(vault, batch["batch_id"], [{"text": text, "importance": 4}]), 400, "invalid_request"
+    )
+
+
+def test_an_unknown_batch_is_404_whatever_its_entries_say(vault: Vault) -> None:
+    # an id the vault never makes: the entry's text is no batch id (the pattern
+    # /openapi.json carries), so the batch is looked up, and is not there
+    for batch_id, text in [("0", "0"), ("b1", "About b1 and cb_.")]:
+        entries = [{"text": text, "importance": 4}]
+        assert_envelope(commit(vault, batch_id, entries), 404, "not_found")
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -339,3 +356,12 @@ def test_import_refuses_sources_already_consolidated_and_read_only_keys(vault: V
     assert_envelope(vault.post(IMPORT, body), 400, "invalid_request")
     read_only = vault.new_key(read_only=True)
     assert_envelope(vault.post(IMPORT, body, read_only), 403, "forbidden")
+
+
+def test_an_imported_reflection_may_say_cb_in_its_prose(vault: Vault) -> None:
+    body = {
+        "tier": 3,
+        "entries": [{"text": "We renamed every cb_ prefix in the schema.", "importance": 5}],
+        "covers": {"from": "2025-01-01", "to": "2025-12-31"},
+    }
+    assert vault.post(IMPORT, body).status_code == 200

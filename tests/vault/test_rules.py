@@ -209,21 +209,21 @@ def test_debt_importance_equivalent_and_suggestions_follow_the_document() -> Non
 )
 def test_entries_with_ids_or_bad_lengths_are_refused(text: str) -> None:
     with pytest.raises(InvalidRequest):
-        contract.check_entries([Entry(text, 5)], "cb_abc")
+        contract.check_entries([Entry(text, 5)])
 
 
 @pytest.mark.parametrize("importance", [0, 11, -3])
 def test_importance_outside_1_to_10_is_refused(importance: int) -> None:
     with pytest.raises(InvalidRequest):
-        contract.check_entries([Entry("ok", importance)], "cb_abc")
+        contract.check_entries([Entry("ok", importance)])
 
 
 def test_entry_count_must_be_1_to_100() -> None:
     with pytest.raises(InvalidRequest):
-        contract.check_entries([], "cb_abc")
+        contract.check_entries([])
     with pytest.raises(InvalidRequest):
-        contract.check_entries([Entry("ok", 5)] * 101, "cb_abc")
-    assert contract.check_entries([Entry("  ok  ", 5)] * 100, "cb_abc")[0].text == "ok"
+        contract.check_entries([Entry("ok", 5)] * 101)
+    assert contract.check_entries([Entry("  ok  ", 5)] * 100)[0].text == "ok"
 
 
 def test_contract_instructions_differ_per_target_tier_and_carry_the_version() -> None:

@@ -106,11 +106,12 @@ def tier_definitions(source_tier: SourceTier) -> dict[str, Any]:
     return {"target_tier": target, "instruction": _LEGACY_DEFINITIONS[target]}
 
 
-def check_entries(entries: Sequence[Entry], batch_id: str) -> list[Entry]:
+def check_entries(entries: Sequence[Entry]) -> list[Entry]:
     """Validate committed entries; return them with their text trimmed.
 
     Ids never travel through the model, so any text holding a memory id (UUID-shaped) or
-    a batch id is refused rather than stored.
+    a batch id (``cb_`` and 8 or more letters or digits: every batch id the vault makes) is
+    refused rather than stored. Both are patterns, so ``/openapi.json`` says them too.
     """
     if not ENTRIES_MIN <= len(entries) <= ENTRIES_MAX:
         raise InvalidRequest(
@@ -127,7 +128,7 @@ def check_entries(entries: Sequence[Entry], batch_id: str) -> list[Entry]:
                 "trimming",
                 where,
             )
-        if holds_an_id(text) or batch_id in text:
+        if holds_an_id(text):
             raise InvalidRequest(
                 "entry text must not contain memory ids or batch ids: write plain prose", where
             )
