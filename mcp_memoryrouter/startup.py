@@ -9,6 +9,7 @@ otherwise it is written once to a 0600 file in the data directory and the file i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -20,6 +21,7 @@ from mcp_memoryrouter.private import open_private
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 FIRST_KEY_FILE = "first-run.key"
+SERVING_FILE = "serving.json"  # which process serves the data directory, and at what URL
 KEY_PLACEHOLDER = "<your memory key>"
 
 
@@ -28,6 +30,8 @@ class Listening:
     base_url: str  # the public origin, no trailing slash
     data_dir: Path | None  # None when /mcp proxies to a remote API
     stdio_command: tuple[str, ...]  # how a local client starts this program's `stdio`
+    explorer: bool = True  # the explorer's pages at /ui
+    signin: str = "key"  # how people sign in on the OAuth pages: key | oidc
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ def banner(where: Listening, first: FirstKey | None, version: str) -> str:
         f"  MCP endpoint  {where.base_url}/mcp",
         f"  REST API      {where.base_url}/v1  (schema: {where.base_url}/openapi.json)",
     ]
+    if where.explorer:
+        lines.append(f"  explorer      {where.base_url}/ui  (open it in a browser)")
     if where.data_dir is not None:
         lines.append(f"  data          {where.data_dir}")
     lines += ["", *_first_key_lines(first), *_next_steps(where, _shown_key(first))]
@@ -117,6 +123,61 @@ def _next_steps(where: Listening, key: str | None) -> list[str]:
         f"      --env MEMORYROUTER_KEY={shlex.quote(shown)} -- {stdio}",
         "  Claude desktop, in claude_desktop_config.json:",
         f"    {json.dumps(desktop)}",
-        "  claude.ai and ChatGPT connectors need this server at a public HTTPS URL",
-        "  (README: 'A public HTTPS URL'); they sign in in the browser, no key to paste.",
+        *_connector_lines(where, mcp),
     ]
+
+
+def _connector_lines(where: Listening, mcp: str) -> list[str]:
+    """claude.ai's and ChatGPT's custom connectors: the URL to paste once this server is
+    public, and how the person signs in there."""
+    signing_in = (
+        "the person signs in with the identity provider, no key to paste"
+        if where.signin == "oidc"
+        else "the person signs in once in the browser with a memory key"
+    )
+    if where.base_url.startswith("https://"):
+        return [
+            "  claude.ai and ChatGPT: add a custom connector with this URL:",
+            f"    {mcp}",
+            f"  ({signing_in}).",
+        ]
+    return [
+        "  claude.ai and ChatGPT connectors need this server at a public HTTPS URL",
+        f"  (README: 'A public HTTPS URL'); {signing_in}.",
+    ]
+
+
+def announce_serving(data_dir: Path, host: str, port: int, pid: int | None = None) -> Path:
+    """Write where this process serves ``data_dir`` (0600), so that ``stdio`` started on
+    the same directory goes through it instead of failing: its process id and the URL a
+    local client reaches it at (the loopback address when it listens on every one)."""
+    reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    if ":" in reach and not reach.startswith("["):
+        reach = f"[{reach}]"
+    path = data_dir / SERVING_FILE
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(
+            {"pid": os.getpid() if pid is None else pid, "url": f"http://{reach}:{port}"}, handle
+        )
+    return path
+
+
+def serving_url(data_dir: Path, pid: str) -> str | None:
+    """The URL the process ``pid`` announced for ``data_dir``; None when it announced none
+    (an older version, or a process that is not ``serve``)."""
+    try:
+        found = json.loads((data_dir / SERVING_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(found, dict) or str(found.get("pid")) != pid.strip():
+        return None
+    url = found.get("url")
+    return url if isinstance(url, str) and url.startswith("http://") else None
+
+
+def withdraw_serving(path: Path) -> None:
+    """Remove the announcement at exit (a stale one is ignored anyway: its process id no
+    longer holds the directory)."""
+    with contextlib.suppress(OSError):
+        path.unlink()

@@ -22,6 +22,7 @@ class StoreInUse(StartupError):
     """Another process serves this SQLite vault."""
 
     def __init__(self, path: str, pid: str) -> None:
+        self.pid = pid
         owner = f"process {pid}" if pid else "another process"
         super().__init__(
             f"{path} is already served by {owner}: one process serves a SQLite vault, since "
