@@ -172,6 +172,10 @@ class PrepareRequest(_Request):
     importance: Importance | None = None
     embeddings: Text | None = None
     as_of: AsOf = None
+    # Whose memories the block may hold (vault/rules/writers.py): by default only what a
+    # current key of the vault stored in full mode, never what a :write key or a revoked one
+    # stored; "any" as search finds them.
+    stored_by: Literal["trusted", "any"] = "trusted"
 
 
 class DateSearchRequest(_Request):

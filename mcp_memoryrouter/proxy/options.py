@@ -18,6 +18,8 @@ from mcp_memoryrouter.errors import InvalidRequest
 
 Mode = Literal["default", "read", "write", "off"]
 MODES: tuple[Mode, ...] = ("default", "read", "write", "off")
+StoredBy = Literal["trusted", "any"]  # prepare's stored_by (vault/rules/writers.py)
+STORED_BY: tuple[StoredBy, ...] = ("trusted", "any")
 
 # Headers that are for the proxy only: never forwarded to the provider.
 MEMORY_KEY = "x-memory-key"
@@ -31,6 +33,7 @@ OWN_HEADERS = frozenset(
         "x-session-id",
         "x-memory-tiers",
         "x-memory-importance",
+        "x-memory-stored-by",
     }
 )
 
@@ -42,6 +45,7 @@ class Options:
     session_id: str | None = None
     tiers: list[int] | None = None
     importance: int | None = None
+    stored_by: StoredBy = "trusted"
 
     @property
     def retrieves(self) -> bool:
@@ -59,6 +63,9 @@ def options(headers: Mapping[str, str]) -> Options:
         mode = "off"
     if mode not in MODES:
         raise _bad("X-Memory-Mode", f"must be one of {', '.join(MODES)}")
+    stored_by = headers.get("x-memory-stored-by", "trusted").strip().lower() or "trusted"
+    if stored_by not in STORED_BY:
+        raise _bad("X-Memory-Stored-By", f"must be one of {', '.join(STORED_BY)}")
     session = headers.get("x-session-id", "").strip() or None
     if session is not None and len(session) > limits.MAX_ID_CHARS:
         raise _bad("X-Session-ID", f"must be at most {limits.MAX_ID_CHARS} characters")
@@ -70,6 +77,7 @@ def options(headers: Mapping[str, str]) -> Options:
         importance=_integer(
             headers, "X-Memory-Importance", limits.IMPORTANCE_MIN, limits.IMPORTANCE_MAX
         ),
+        stored_by=stored_by,
     )
 
 

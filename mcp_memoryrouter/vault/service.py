@@ -14,7 +14,16 @@ from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.hybrid import HybridSearch
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
 from mcp_memoryrouter.vault.keyring import Keyring
-from mcp_memoryrouter.vault.rules import chunking, contract, debt, leases, selection, when, window
+from mcp_memoryrouter.vault.rules import (
+    chunking,
+    contract,
+    debt,
+    leases,
+    selection,
+    when,
+    window,
+    writers,
+)
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.domain import (
     Backlog,
@@ -90,6 +99,9 @@ class VaultService:
         self.worker = worker
         self._search = HybridSearch(store, self._embedders)
         self.keys = Keyring(store, clock)
+        # Vaults seen to hold memories prepare leaves out by default: their prepares search
+        # among the injectable alone from the start (see _injectable).
+        self._mixed: set[str] = set()
 
     @property
     def embedders(self) -> Embedders:
@@ -192,22 +204,49 @@ class VaultService:
         embeddings: str | None = None,
         as_of: int | None = None,
         meaning: str | None = None,
+        stored_by: writers.Writers = "trusted",
     ) -> tuple[tuple[str, int, int], Counters]:
         """A context block for the next model call: (context, memories found, est. tokens).
-        ``meaning`` is what the vector side embeds when it is not the whole ``query``."""
+        ``meaning`` is what the vector side embeds when it is not the whole ``query``;
+        ``stored_by`` whose memories it may hold (``rules.writers``)."""
         access.require_read()
         named = self._named_time(query, as_of)
-        hits = (
-            self._search(
-                access.vault_id, query, budget.items, where, embeddings, named, meaning=meaning
+
+        def find(among: SearchFilter) -> list[ScoredMemory]:
+            vault, limit = access.vault_id, budget.items
+            return self._search(vault, query, limit, among, embeddings, named, meaning=meaning)
+
+        hits: list[ScoredMemory] = []
+        if query:
+            hits = (
+                find(where)
+                if stored_by == "any"
+                else self._injectable(access.vault_id, where, find)
             )
-            if query
-            else []
-        )
         built = build_context(self._supported(access.vault_id, hits), budget)
         if built[2]:
             self._meter(access, UsageEvent("prepare", "retrieval", built[2], where.session_id))
         return built, self._store.counters(access.vault_id)
+
+    def _injectable(
+        self, vault: str, where: SearchFilter, find: Callable[[SearchFilter], list[ScoredMemory]]
+    ) -> list[ScoredMemory]:
+        """What ``find`` answers among the memories prepare injects by default. A filter
+        costs PostgreSQL its shortest paths, and most vaults hold nothing to leave out: so
+        the search runs unfiltered, its hits are checked, and only when one is left out does
+        it run again among the injectable alone (as every later prepare of that vault does)."""
+        current = frozenset(k.id for k in self._store.list_keys(vault))
+        among = replace(where, writers=current)
+        if vault in self._mixed:
+            return find(among)
+        hits = find(where)
+        stored = self._store.writers_of(vault, [h.memory.id for h in hits])
+        if all(
+            h.memory.id in stored and writers.injectable(stored[h.memory.id], current) for h in hits
+        ):
+            return hits
+        self._mixed.add(vault)
+        return find(among)
 
     def date_search(
         self,

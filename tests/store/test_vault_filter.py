@@ -31,7 +31,7 @@ import pytest
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.postgres import lexical as pg_lexical
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, writer_sql
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from mcp_memoryrouter.vault.store.sqlite import lexical as sqlite_lexical
 from tests import pg
@@ -58,9 +58,15 @@ class Listed:
 
 # --- statements that reach no one vault, by their nature ---------------------------------
 
+# What the SQLite store's in-memory indexes keep of a row (its writer among it).
+_INDEX_ROW = "seq, vault_id, tier, importance, date_from, date_to, session_id, " + writer_sql()
+_INDEX_ROW_M = (
+    "m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
+    + writer_sql("m.")
+)
 _QUEUED = (
-    "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
-    "m.content, p.content FROM embed_queue q JOIN memories m ON m.seq = q.seq "
+    f"SELECT {_INDEX_ROW_M}, m.content, p.content FROM embed_queue q JOIN memories m "
+    "ON m.seq = q.seq "
     "LEFT JOIN memories p ON p.seq = m.seq - 1 AND p.vault_id = m.vault_id AND p.tier = 1 "
     "AND m.tier = 1 AND p.session_id IS m.session_id AND abs(p.date_from - m.date_from) <= ? "
 )
@@ -136,20 +142,18 @@ NOT_VAULT_SCOPED = (
     Listed("DELETE FROM vectors WHERE model = ?", REPLACED),
     Listed("DELETE FROM embed_queue WHERE model = ?", REPLACED),
     Listed(
-        "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, "
-        "m.session_id, v.vec FROM vectors v JOIN memories m ON m.seq = v.seq WHERE v.model = ?",
+        f"SELECT {_INDEX_ROW_M}, v.vec FROM vectors v JOIN memories m ON m.seq = v.seq "
+        "WHERE v.model = ?",
         SQLITE_INDEX + ": a model's vectors, loaded at its first search",
         (SQLITE,),
     ),
     Listed(
-        "SELECT seq, vault_id, tier, importance, date_from, date_to, session_id FROM memories "
-        "ORDER BY seq",
+        f"SELECT {_INDEX_ROW} FROM memories ORDER BY seq",
         SQLITE_INDEX + ": the BM25 index, loaded at the first search",
         (SQLITE,),
     ),
     Listed(
-        "SELECT seq, vault_id, tier, importance, date_from, date_to, session_id, content, "
-        "dated FROM memories WHERE seq IN (?)",
+        f"SELECT {_INDEX_ROW}, content, dated FROM memories WHERE seq IN (?)",
         SQLITE_INDEX + ": the BM25 index follows the rows a commit wrote (by its change log)",
         (SQLITE,),
     ),

@@ -202,7 +202,8 @@ def prepare(
     x_embedding_model: ModelHeader = None,
 ) -> schemas.PrepareResponse:
     """A ready-to-inject context block for the conversation: insight, reflections and exact
-    moments, each line dated, within the density's budget."""
+    moments, each line dated, within the density's budget, quoted as data. By default it
+    holds only what a current key stored in full mode (``stored_by``)."""
     meaning = None
     if body.query is not None:
         query = body.query
@@ -224,6 +225,7 @@ def prepare(
         _embeddings(service, body.embeddings, x_embedding_model),
         _as_of(body.as_of),
         meaning,
+        body.stored_by,
     )
     return schemas.PrepareResponse(
         context=context,

@@ -277,3 +277,6 @@ class SearchFilter:
     min_importance: int | None = None
     session_id: str | None = None
     window: tuple[int, int] | None = None  # coverage must overlap [from, to]
+    # When set: only memories stored in full mode by one of these keys (public ids), or
+    # before writers were kept (rules/writers.py). Search indexes honour it; date pages don't.
+    writers: frozenset[str] | None = None

@@ -1,5 +1,5 @@
 """The row attributes an in-memory index filters on, as numpy columns (vault, tier,
-importance, session, coverage window), and the search filter as a mask over them.
+importance, session, coverage window, writer), and the search filter as a mask over them.
 
 Both in-memory indexes (vectors, and the lexical postings of the SQLite store) keep one
 table: rows are appended at new positions and marked dead when deleted, so a position
@@ -29,6 +29,9 @@ class IndexRow:
     date_from: int
     date_to: int
     session: str | None
+    # the key that stored it when presented in full; "" when presented as ``:write``; None
+    # when not known (stored before writers were kept): store/sql.py ``writer_sql``
+    writer: str | None = None
 
 
 _COLUMNS: dict[str, type[np.generic]] = {
@@ -39,6 +42,7 @@ _COLUMNS: dict[str, type[np.generic]] = {
     "date_from": np.int64,
     "date_to": np.int64,
     "session": np.int32,
+    "writer": np.int32,
     "alive": np.bool_,
 }
 
@@ -50,7 +54,7 @@ class RowTable:
         self.size = 0  # positions used, dead ones included
         self.live = 0
         self.where: dict[int, int] = {}  # seq -> position of its live row
-        self._codes: dict[str, int] = {}  # vault ids and session ids -> small ints
+        self._codes: dict[str, int] = {}  # vault, session and key ids -> small ints
         self.columns: dict[str, npt.NDArray[Any]] = {
             n: np.zeros(capacity, dtype=t) for n, t in _COLUMNS.items()
         }
@@ -93,6 +97,7 @@ class RowTable:
         c["date_from"][position] = row.date_from
         c["date_to"][position] = row.date_to
         c["session"][position] = self._code(row.session)
+        c["writer"][position] = self._code(row.writer)
         c["alive"][position] = True
         return position
 
@@ -157,4 +162,7 @@ class RowTable:
             mask &= (c["tier"][:n] > 1) | (c["session"][:n] == session)
         if where.window is not None:
             mask &= (c["date_from"][:n] <= where.window[1]) & (c["date_to"][:n] >= where.window[0])
+        if where.writers is not None:  # rules/writers.py: unknown, or a current key in full
+            keys = np.array([self._codes.get(k, -2) for k in where.writers], dtype=np.int32)
+            mask &= (c["writer"][:n] == -1) | np.isin(c["writer"][:n], keys)
         return mask

@@ -214,6 +214,10 @@ class Store(ABC):
             partial(memories.ingest, vault_id=vault_id, rows=rows, model=embed_model, writer=writer)
         )
 
+    def writers_of(self, vault_id: str, ids: Sequence[str]) -> dict[str, Writer | None]:
+        """Which key stored each of the vault's memories among ``ids`` (None: not known)."""
+        return self._read(partial(memories.writers_of, vault_id=vault_id, ids=ids))
+
     def counters(self, vault_id: str) -> Counters:
         row = self._read(
             lambda tx: tx.one(

@@ -62,6 +62,19 @@ def ingest(
     return ids, stored, tokens
 
 
+def writers_of(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Writer | None]:
+    """The writer of each of the vault's memories among ``ids`` (None: not known); a
+    memory that is not there (deleted, another vault's) is left out."""
+    if not ids:
+        return {}
+    test, params = tx.among(sorted(set(ids)))
+    rows = tx.all(
+        f"SELECT id, key_id, key_mode FROM memories WHERE vault_id = ? AND id {test}",
+        [vault_id, *params],
+    )
+    return {row[0]: None if row[1] is None else Writer(row[1], row[2]) for row in rows}
+
+
 # (seq, id, tier, tokens, importance, consolidated) of a row a delete takes
 GONE = "SELECT seq, id, tier, tokens, importance, consolidated FROM memories "
 

@@ -44,6 +44,13 @@ def writer_columns(writer: Writer | None) -> tuple[str | None, str | None]:
     return (None, None) if writer is None else (writer.key_id, writer.mode)
 
 
+def writer_sql(table: str = "") -> str:
+    """What an in-memory index keeps of a row's writer (``IndexRow.writer``): its key id
+    when stored in full mode, ``''`` when stored as ``:write`` (never a current key), NULL
+    when not known. ``table``: the alias the row is read under (``m.``), if any."""
+    return f"CASE {table}key_mode WHEN 'write' THEN '' ELSE {table}key_id END"
+
+
 class Tx(Protocol):
     """One transaction on a store's database, in its dialect."""
 

@@ -64,6 +64,7 @@ def _reflections(
 def date_page(
     tx: Tx, vault_id: str, start: int, end: int, order: Order, where: SearchFilter, budget: int
 ) -> Page:
+    assert where.writers is None, "date pages do not filter by writer (prepare alone does)"
     tiers = where.tiers or (1, 2, 3)
     streams: list[Generator[Memory]] = []
     if 1 in tiers and where.min_importance is None:

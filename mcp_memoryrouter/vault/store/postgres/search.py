@@ -30,6 +30,9 @@ def filter_sql(where: SearchFilter) -> tuple[str, list[object]]:
     if where.window is not None:
         sql += " AND m.date_from <= %s AND m.date_to >= %s"
         params.extend((where.window[1], where.window[0]))
+    if where.writers is not None:  # rules/writers.py: unknown, or a current key in full
+        sql += " AND (m.key_id IS NULL OR (m.key_mode = 'full' AND m.key_id = ANY(%s)))"
+        params.append(sorted(where.writers))
     return sql, params
 
 

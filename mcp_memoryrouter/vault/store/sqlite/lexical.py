@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from mcp_memoryrouter.vault.search.lexical import Bm25, LexicalDoc, LexicalIndex
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
+from mcp_memoryrouter.vault.store.sql import writer_sql
 
 # The tokenizer of ``memories_fts`` (migration 0003); a test reads it back from the schema.
 TOKENIZE = "porter unicode61"
@@ -32,7 +33,7 @@ CREATE TEMP TRIGGER IF NOT EXISTS lexical_deleted AFTER DELETE ON main.memories 
 END;
 """
 
-_ROW = "seq, vault_id, tier, importance, date_from, date_to, session_id"
+_ROW = f"seq, vault_id, tier, importance, date_from, date_to, session_id, {writer_sql()}"
 _CHUNK = 500
 
 
@@ -121,5 +122,5 @@ def _docs(conn: sqlite3.Connection, seqs: Sequence[int], tokens: Tokenizer) -> I
         f"SELECT {_ROW}, content, dated FROM memories WHERE seq IN ({','.join('?' * len(seqs))})",
         list(seqs),
     ).fetchall()
-    counts = tokens.counts([(r[7], r[8]) for r in rows])
-    return [LexicalDoc(IndexRow(*r[:7]), c) for r, c in zip(rows, counts, strict=True)]
+    counts = tokens.counts([(r[8], r[9]) for r in rows])
+    return [LexicalDoc(IndexRow(*r[:8]), c) for r, c in zip(rows, counts, strict=True)]

@@ -14,22 +14,27 @@ from mcp_memoryrouter.vault.rules.domain import Memory
 from mcp_memoryrouter.vault.search.ranking import NEIGHBOUR_GAP_MS
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorIndex, embedding_text
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row, writer_sql
+
+# What the in-memory index keeps of a row (``IndexRow``), read under the alias ``m``.
+_ROW = (
+    "m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
+    + writer_sql("m.")
+)
 
 
 def take(tx: Tx, model: str, limit: int, ids: Sequence[str] = ()) -> list[Pending]:
     """Queued rows for ``model``, oldest first; only the memories in ``ids`` when given."""
     test, among = tx.among(ids)
     rows = tx.all(
-        "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
-        "m.content, p.content FROM embed_queue q JOIN memories m ON m.seq = q.seq "
+        f"SELECT {_ROW}, m.content, p.content FROM embed_queue q JOIN memories m ON m.seq = q.seq "
         # the turn just before, in the same conversation (see search.ranking.NEIGHBOUR_GAP_MS)
         "LEFT JOIN memories p ON p.seq = m.seq - 1 AND p.vault_id = m.vault_id AND p.tier = 1 "
         "AND m.tier = 1 AND p.session_id IS m.session_id AND abs(p.date_from - m.date_from) <= ? "
         f"WHERE q.model = ? {f'AND m.id {test} ' if ids else ''}ORDER BY q.seq LIMIT ?",
         (NEIGHBOUR_GAP_MS, model, *among, limit),
     )
-    return [Pending(IndexRow(*r[:7]), embedding_text(r[7], r[4], r[5], r[8])) for r in rows]
+    return [Pending(IndexRow(*r[:8]), embedding_text(r[8], r[4], r[5], r[9])) for r in rows]
 
 
 def put(
@@ -54,13 +59,12 @@ def put(
 def load_index(conn: sqlite3.Connection, model: str, dim: int) -> VectorIndex:
     index = VectorIndex(dim)
     cursor = conn.execute(
-        "SELECT m.seq, m.vault_id, m.tier, m.importance, m.date_from, m.date_to, m.session_id, "
-        "v.vec FROM vectors v JOIN memories m ON m.seq = v.seq WHERE v.model = ?",
+        f"SELECT {_ROW}, v.vec FROM vectors v JOIN memories m ON m.seq = v.seq WHERE v.model = ?",
         (model,),
     )
     while batch := cursor.fetchmany(4096):
-        rows = [IndexRow(*r[:7]) for r in batch]
-        matrix = np.frombuffer(b"".join(r[7] for r in batch), dtype=np.float32)
+        rows = [IndexRow(*r[:8]) for r in batch]
+        matrix = np.frombuffer(b"".join(r[8] for r in batch), dtype=np.float32)
         index.add(rows, matrix.reshape(len(batch), dim))
     return index
 
