@@ -62,6 +62,7 @@ from mcp_memoryrouter.auth.verifiers import AnyOfVerifiers
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError
+from mcp_memoryrouter.forwarding import LocalOnly
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
@@ -359,11 +360,7 @@ def public_cors(app: ASGIApp, cors: ASGIApp) -> ASGIApp:
 
 def create_server(settings: Settings, *, clock: Callable[[], float] = time.time) -> Server:
     """``clock`` (seconds) is what the authorization server issues and checks tokens by."""
-    if settings.auth == "none" and not is_loopback(settings.host):
-        raise ConfigError(
-            "MEMORYROUTER_AUTH=none serves one vault without authentication and only binds to "
-            f"a loopback address, not {settings.host}"
-        )
+    keyless_on_this_machine_only(settings)
     private_dir(settings.data_dir)  # 0700, whatever the umask (see private.py)
     service, vault_app = serve_vault(settings)
     try:
@@ -371,6 +368,26 @@ def create_server(settings: Settings, *, clock: Callable[[], float] = time.time)
     except BaseException:
         close_vault(service)  # a server that does not start releases its vault
         raise
+
+
+def keyless_on_this_machine_only(settings: Settings) -> None:
+    """A server without keys acts with its vault's key for whoever reaches it: it binds
+    only to loopback, and (LocalOnly) answers no request a proxy relayed, so naming proxies
+    to trust means the settings want what it will never do."""
+    if settings.auth != "none":
+        return
+    if not is_loopback(settings.host):
+        raise ConfigError(
+            "MEMORYROUTER_AUTH=none serves one vault without authentication and only binds to "
+            f"a loopback address, not {settings.host}: to serve the network or a reverse "
+            "proxy, use MEMORYROUTER_AUTH=key and memory keys"
+        )
+    if settings.trusted_proxies:
+        raise ConfigError(
+            "MEMORYROUTER_AUTH=none refuses every request a proxy relays, so "
+            "MEMORYROUTER_TRUSTED_PROXIES has nothing to do: behind a reverse proxy, use "
+            "MEMORYROUTER_AUTH=key and memory keys"
+        )
 
 
 def serve_vault(settings: Settings) -> tuple[VaultService | None, FastAPI | None]:
@@ -456,6 +473,8 @@ def _serve(
     served = public_cors(app, cors)
     if explorer is not None:
         served = beside(explorer, served, transport_security(settings).allowed_hosts or [])
+    if settings.auth == "none":  # no keys: every surface for clients on this machine only
+        served = LocalOnly(served)
     return Server(observed(settings, served, app, vault_app), client, service, oauth)
 
 
@@ -485,6 +504,7 @@ def observed(
         store="remote" if vault_app is None else vault_app.state.store_kind,
         backlog=None if service is None else service.backlog,
         token=settings.metrics_token or None,
+        loopback=settings.metrics_open == "loopback",
     )
 
 

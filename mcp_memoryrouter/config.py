@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, IPvAnyNetwork
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mcp_memoryrouter import limits
@@ -50,6 +50,16 @@ class Settings(BaseSettings):
     rate_limit_burst: int | None = Field(default=None, ge=1)
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65_535)
+    # the edge (docs/security.md): the proxies whose forwarding headers (X-Forwarded-For,
+    # X-Forwarded-Proto) name the client, as addresses or networks; none by default, so every
+    # per-address limit sees the connection's own address
+    trusted_proxies: list[IPvAnyNetwork] = []
+    # seconds a connection may take to send a whole request head, and then its body
+    head_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    body_timeout_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    # open connections at once; past it, the oldest one that has not sent a whole request
+    # head is closed to let a new one in (so /healthz answers through a flood of idle ones)
+    max_connections: int = Field(default=2048, ge=16, le=1_000_000)
     # retrieval: the default embedder (local | none | openai) and its options
     embeddings: Literal["local", "none", "openai"] = "local"
     embed_threads: int = Field(default=1, ge=1, le=64)
@@ -94,10 +104,12 @@ class Settings(BaseSettings):
     oauth_bindings_file: Path | None = None  # default: {data_dir}/oauth-bindings.json
     # the memory explorer (docs/explorer.md): web pages at /ui; off removes them
     ui: Literal["on", "off"] = "on"
-    # Prometheus metrics at /metrics (docs/metrics.md); off removes the endpoint. With a token,
-    # a scrape needs Authorization: Bearer <token>; without one, only loopback clients
+    # Prometheus metrics at /metrics (docs/metrics.md); off removes the endpoint. A scrape
+    # needs Authorization: Bearer <token>, or, with metrics_open=loopback, to come from this
+    # machine with no proxy between; with neither, /metrics answers nobody (403)
     metrics: Literal["on", "off"] = "on"
     metrics_token: str | None = None
+    metrics_open: Literal["loopback"] | None = None
     # sign-in on the authorization server's pages (docs/auth.md): a memory key, or an
     # OpenID Provider, whose people each get a vault of their own at their first sign-in
     signin: Literal["key", "oidc"] = "key"

@@ -12,15 +12,15 @@ between reading and writing a count awaits.
 
 A scrape adds what is read at scrape time: build information, uptime and, when this process
 serves a store, one read of every vault at once (:class:`Backlog`: the embedding queue, the
-vaults due for consolidation, the debt summed). Who may scrape is :func:`refusal`: with a
-token, whoever presents it; without one, only a loopback client that no proxy relayed.
+vaults due for consolidation, the debt summed). Who may scrape is :func:`refusal`: whoever
+presents the token; with ``MEMORYROUTER_METRICS_OPEN=loopback``, also a client on this
+machine that no proxy relayed; nobody else (and nobody at all when neither is set).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import logging
 import re
 import time
@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter import __version__
 from mcp_memoryrouter.asgi import send_bytes
+from mcp_memoryrouter.forwarding import is_loopback_address, relayed
 
 log = logging.getLogger("mcp_memoryrouter.metrics")
 
@@ -48,12 +49,8 @@ DURATION_BUCKETS = (
     *(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5),
     *(1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
-# what a proxy adds to a request it relays: such a request came from elsewhere
-FORWARDING_HEADERS = frozenset(
-    {b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip", b"cf-connecting-ip"}
-    | {b"true-client-ip"}
-)
 TOKEN_SETTING = "MEMORYROUTER_METRICS_TOKEN"
+OPEN_SETTING = "MEMORYROUTER_METRICS_OPEN"
 MORE_LABELS = 64  # route templates learned from routers the walk of the routes did not see
 
 
@@ -196,55 +193,59 @@ def token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def refusal(scope: Scope, token: bytes | None) -> tuple[int, str] | None:
+def refusal(scope: Scope, token: bytes | None, loopback: bool = False) -> tuple[int, str] | None:
     """Why this request may not read /metrics (status, message), or None.
 
-    ``token`` is the SHA-256 of ``MEMORYROUTER_METRICS_TOKEN``. With one, the request must
-    carry ``Authorization: Bearer <token>`` (compared in constant time, digest to digest),
-    from wherever it comes. Without one, the client must be a loopback address, name a
-    loopback host, and carry no header a proxy adds when it relays: a reverse proxy or a
-    tunnel on this machine connects from loopback too, on behalf of anyone."""
+    ``token`` is the SHA-256 of ``MEMORYROUTER_METRICS_TOKEN``: a request carrying
+    ``Authorization: Bearer <token>`` (compared in constant time, digest to digest) may, from
+    wherever it comes. With ``loopback`` (``MEMORYROUTER_METRICS_OPEN=loopback``) so may a
+    client on this machine: a loopback address naming a loopback host, that no proxy relayed
+    (forwarding.relayed: a reverse proxy or a tunnel on this machine connects from loopback
+    too, on behalf of anyone). With neither, nobody: 403, naming both settings, rather than a
+    401 that invites credentials no one could hold, or a 404 that hides a route that is there
+    and sends whoever configured a scrape looking for the wrong mistake."""
     headers = scope["headers"]
-    if token is not None:
-        presented = [value for name, value in headers if name == b"authorization"]
-        if len(presented) == 1:
-            scheme, _, credentials = presented[0].partition(b" ")
-            digest = hashlib.sha256(credentials.strip()).digest()
-            if scheme.lower() == b"bearer" and hmac.compare_digest(digest, token):
-                return None
-        return 401, f"/metrics needs Authorization: Bearer <{TOKEN_SETTING}>"
-    client = scope.get("client")
-    host = next((value for name, value in headers if name == b"host"), None)
-    relayed = any(name in FORWARDING_HEADERS for name, _ in headers)
-    if client and is_loopback(client[0]) and not relayed and loopback_host(host):
+    if token is not None and bearer_matches(headers, token):
         return None
+    host = next((value for name, value in headers if name == b"host"), None)
+    if loopback and relayed(scope) is None and loopback_host(host):
+        return None
+    if token is not None:
+        return 401, f"/metrics needs Authorization: Bearer <{TOKEN_SETTING}>"
+    if loopback:
+        return 403, (
+            f"/metrics answers without a token ({OPEN_SETTING}=loopback) only clients on this "
+            f"machine that no proxy relayed; to scrape from elsewhere set {TOKEN_SETTING} and "
+            "send Authorization: Bearer <token>"
+        )
     return 403, (
-        "/metrics answers only loopback clients that no proxy relayed; to scrape from "
-        f"elsewhere set {TOKEN_SETTING} and send Authorization: Bearer <token>"
+        f"/metrics is closed: set {TOKEN_SETTING} and send Authorization: Bearer <token>, or "
+        f"set {OPEN_SETTING}=loopback to let a scraper on this machine read it without one "
+        "(MEMORYROUTER_METRICS=off removes it)"
     )
 
 
-def is_loopback(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
+def bearer_matches(headers: list[tuple[bytes, bytes]], token: bytes) -> bool:
+    """One ``Authorization: Bearer`` header whose credentials hash to ``token``."""
+    presented = [value for name, value in headers if name == b"authorization"]
+    if len(presented) != 1:
         return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped.is_loopback
-    return ip.is_loopback
+    scheme, _, credentials = presented[0].partition(b" ")
+    digest = hashlib.sha256(credentials.strip()).digest()
+    return scheme.lower() == b"bearer" and hmac.compare_digest(digest, token)
 
 
 def loopback_host(host: bytes | None) -> bool:
     """A ``Host`` naming this machine (a page another site's name resolves to loopback
-    names that site instead); none at all is a client on this machine speaking HTTP/1.0."""
+    names that site instead); none at all (HTTP/1.0, refused anyway as relayed) is not."""
     if host is None:
-        return True
+        return False
     name = host.decode("latin-1").lower()
     if name.startswith("["):
         name = name[1 : name.find("]")] if "]" in name else name
     elif name.count(":") == 1:
         name = name.rsplit(":", 1)[0]
-    return name == "localhost" or is_loopback(name)
+    return name == "localhost" or is_loopback_address(name)
 
 
 # --- the middleware -----------------------------------------------------------------------
@@ -255,8 +256,9 @@ class Metrics:
 
     ``store`` names the store for ``memoryrouter_build_info`` (``sqlite``, ``postgresql``,
     ``remote``); ``backlog`` reads it at scrape time (blocking: run on a worker thread), None
-    when this process serves no store (``MEMORYROUTER_API_URL``). ``token``: the
-    scrape token, or None for loopback only (:func:`refusal`)."""
+    when this process serves no store (``MEMORYROUTER_API_URL``). ``token``: the scrape
+    token, or None; ``loopback``: clients on this machine may scrape without it
+    (:func:`refusal`)."""
 
     def __init__(
         self,
@@ -266,6 +268,7 @@ class Metrics:
         store: str,
         backlog: Callable[[], Backlog] | None,
         token: str | None,
+        loopback: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.app = app
@@ -278,6 +281,7 @@ class Metrics:
         self._store = store
         self._backlog = backlog
         self._token = None if token is None else token_digest(token)
+        self._loopback = loopback
         self._started = clock()
         self._started_monotonic = time.monotonic()
 
@@ -343,7 +347,7 @@ class Metrics:
         return self.routes.of(path)
 
     async def scrape(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refused = refusal(scope, self._token)
+        refused = refusal(scope, self._token, self._loopback)
         if refused is not None:
             status, message = refused
             headers = [(b"content-type", b"text/plain; charset=utf-8")]

@@ -25,7 +25,7 @@ ROOT = "mcp_memoryrouter"
 # layer: (its modules, by prefix; the layers it may import), lowest first
 LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
-        ["", "errors", "limits", "tokens", "private", "asgi", "ratelimit"],
+        ["", "errors", "limits", "tokens", "private", "asgi", "ratelimit", "forwarding"],
         [],
     ),
     "schemas": (["schemas"], ["foundation"]),

@@ -1,12 +1,14 @@
 """/metrics over a real uvicorn on loopback: requests counted and timed by route template (an
 id in a path never becomes a label, a path no route serves is ``other``), the embedding
-queue and the reflection debt read from the store at scrape time, the access rule (a token,
-else loopback clients no proxy relayed), and the exposition parsed line by line."""
+queue and the reflection debt read from the store at scrape time, the access rule (a token;
+with MEMORYROUTER_METRICS_OPEN=loopback, clients on this machine no proxy relayed; else
+nobody), and the exposition parsed line by line."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from mcp_memoryrouter.app import Server, create_server
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.metrics import (
     DURATION_BUCKETS,
+    OPEN_SETTING,
     TOKEN_SETTING,
     Metrics,
     Requests,
@@ -160,7 +163,9 @@ class Served:
 
 @contextmanager
 def served(data_dir: Path, **settings: Any) -> Iterator[Served]:
+    """A server on loopback; its /metrics open to this machine unless ``settings`` say."""
     settings.setdefault("embeddings", "none")
+    settings.setdefault("metrics_open", "loopback")
     server = create_server(Settings(data_dir=data_dir, **settings))
     key = ""
     if server.service is not None:
@@ -365,7 +370,7 @@ def test_a_server_proxying_to_a_remote_vault_has_request_metrics_and_no_store_ga
 
 
 def test_with_a_token_a_scrape_needs_it(tmp_path: Path) -> None:
-    with served(tmp_path, metrics_token=TOKEN) as s:
+    with served(tmp_path, metrics_token=TOKEN, metrics_open=None) as s:
         missing = httpx2.get(s.base + "/metrics")
         wrong = httpx2.get(s.base + "/metrics", headers={"Authorization": "Bearer nope"})
         assert s.scrape(Authorization=f"Bearer {TOKEN}")
@@ -378,21 +383,47 @@ def test_with_a_token_a_scrape_needs_it(tmp_path: Path) -> None:
         assert TOKEN_SETTING in refused.text and TOKEN not in refused.text
 
 
-def test_without_a_token_only_a_loopback_client_no_proxy_relayed_may_scrape(
+def test_without_a_token_or_the_loopback_setting_metrics_answers_nobody(tmp_path: Path) -> None:
+    with served(tmp_path, metrics_open=None) as s:
+        local = httpx2.get(s.base + "/metrics")
+    assert local.status_code == 403
+    assert TOKEN_SETTING in local.text and f"{OPEN_SETTING}=loopback" in local.text
+
+
+def test_with_the_loopback_setting_only_a_client_no_proxy_relayed_may_scrape(
     tmp_path: Path,
 ) -> None:
     with served(tmp_path) as s:
         assert s.scrape()
         relayed = httpx2.get(s.base + "/metrics", headers={"X-Forwarded-For": "203.0.113.9"})
         named = httpx2.get(s.base + "/metrics", headers={"Host": "memory.example.com"})
-    for refused in (relayed, named):
+        via = httpx2.get(s.base + "/metrics", headers={"Via": "1.1 edge"})
+        plain_proxy = http10(s.base, "/metrics")
+    for refused in (relayed, named, via):
         assert refused.status_code == 403
         assert TOKEN_SETTING in refused.text
+    assert plain_proxy.startswith(b"HTTP/1.1 403 ")
 
 
-def scope_of(client: str | None, *headers: tuple[str, str]) -> Scope:
+def http10(base: str, path: str) -> bytes:
+    """What nginx's bare ``proxy_pass`` sends upstream: HTTP/1.0, the upstream's own address
+    in Host, no forwarding header, ``Connection: close``; the whole answer."""
+    authority = base.removeprefix("http://")
+    host, port = authority.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            f"GET {path} HTTP/1.0\r\nHost: {authority}\r\nConnection: close\r\n\r\n".encode()
+        )
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def scope_of(client: str | None, *headers: tuple[str, str], version: str = "1.1") -> Scope:
     return {
         "type": "http",
+        "http_version": version,
         "method": "GET",
         "path": "/metrics",
         "client": None if client is None else (client, 40_000),
@@ -407,7 +438,7 @@ def scope_of(client: str | None, *headers: tuple[str, str]) -> Scope:
         ("127.0.0.1", [("host", "localhost:8787")], True),
         ("::1", [("host", "[::1]:8787")], True),
         ("::ffff:127.0.0.1", [("host", "localhost")], True),
-        ("127.0.0.1", [], True),  # HTTP/1.0 names no host
+        ("127.0.0.1", [], False),  # no Host: HTTP/1.0, a proxy's way
         ("203.0.113.7", [("host", "127.0.0.1:8787")], False),
         ("10.0.0.2", [("host", "10.0.0.1:8787")], False),
         ("192.168.1.20", [], False),
@@ -415,16 +446,30 @@ def scope_of(client: str | None, *headers: tuple[str, str]) -> Scope:
         ("127.0.0.1", [("host", "localhost"), ("forwarded", "for=203.0.113.7")], False),
         ("127.0.0.1", [("host", "localhost"), ("x-real-ip", "203.0.113.7")], False),
         ("127.0.0.1", [("host", "memory.example.com")], False),  # a page rebinding a name
+        ("127.0.0.1", [("host", "localhost"), ("via", "1.1 tunnel")], False),
+        ("127.0.0.1", [("host", "localhost"), ("x-forwarded-proto", "https")], False),
     ],
 )
 def test_the_loopback_rule(
     client: str | None, headers: list[tuple[str, str]], allowed: bool
 ) -> None:
-    refused = refusal(scope_of(client, *headers), None)
+    refused = refusal(scope_of(client, *headers), None, loopback=True)
     if allowed:
         assert refused is None
     else:
         assert refused is not None and refused[0] == 403 and TOKEN_SETTING in refused[1]
+    # without the setting, nobody: whatever the request
+    closed = refusal(scope_of(client, *headers), None)
+    assert closed is not None and closed[0] == 403 and OPEN_SETTING in closed[1]
+
+
+def test_http_1_0_from_loopback_naming_loopback_is_a_plain_proxy_not_a_local_scraper() -> None:
+    """nginx with only ``proxy_pass http://127.0.0.1:8787`` sends exactly this."""
+    plain = scope_of("127.0.0.1", ("host", "127.0.0.1:8787"), ("connection", "close"))
+    assert refusal(plain, None, loopback=True) is None
+    relayed = scope_of("127.0.0.1", ("host", "127.0.0.1:8787"), version="1.0")
+    refused = refusal(relayed, None, loopback=True)
+    assert refused is not None and refused[0] == 403
 
 
 @pytest.mark.parametrize(
