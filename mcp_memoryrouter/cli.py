@@ -7,10 +7,10 @@ import sys
 
 import anyio
 import click
-import uvicorn
+from pydantic import ValidationError
 
-from mcp_memoryrouter import __version__
-from mcp_memoryrouter.app import create_server, create_stdio_server
+from mcp_memoryrouter import __version__, edge
+from mcp_memoryrouter.app import create_server, create_stdio_server, is_loopback
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import (
     MemoryRouterError,
@@ -50,8 +50,17 @@ def serve(host: str | None, port: int | None) -> None:
     manager's log), written to first-run.key (mode 0600) in the data directory. At start it
     prints the URLs and how to connect each client. MEMORYROUTER_API_URL serves /mcp only,
     proxying to that API.
+
+    Behind a reverse proxy, name it in MEMORYROUTER_TRUSTED_PROXIES so per-address limits
+    see the client; a server without keys (MEMORYROUTER_AUTH=none) refuses whatever a proxy
+    relays. A connection has MEMORYROUTER_HEAD_TIMEOUT_SECONDS to send a request head and
+    MEMORYROUTER_BODY_TIMEOUT_SECONDS for its body; MEMORYROUTER_MAX_CONNECTIONS are open
+    at once (docs/security.md, "The edge").
     """
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        raise click.ClickException(settings_problem(exc)) from exc
     if host is not None:
         settings.host = host
     if port is not None:
@@ -68,7 +77,57 @@ def serve(host: str | None, port: int | None) -> None:
     data_dir = None if settings.api_url else settings.data_dir
     where = Listening(settings.base_url, data_dir, stdio_command())
     click.echo(banner(where, first, __version__), err=True)
-    uvicorn.run(server.app, host=settings.host, port=settings.port, log_level="info")
+    for line in edge_notes(settings):
+        click.echo(line, err=True)
+    edge.run(
+        server.app,
+        host=settings.host,
+        port=settings.port,
+        limits=edge.ConnectionLimits(
+            settings.head_timeout_seconds,
+            settings.body_timeout_seconds,
+            settings.max_connections,
+        ),
+        trusted_proxies=settings.trusted_proxies,
+    )
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """Each setting that could not be read, by its environment variable, and why."""
+    lines = []
+    for error in exc.errors():
+        where = str(error["loc"][0]) if error["loc"] else ""
+        lines.append(f"MEMORYROUTER_{where.upper()}: {error['msg']}")
+    return "; ".join(lines)
+
+
+def edge_notes(settings: Settings) -> list[str]:
+    """What serve says at start about who reaches it, through what (docs/security.md)."""
+    if settings.auth == "none":
+        return [
+            "",
+            "No keys (MEMORYROUTER_AUTH=none): only clients on this machine that reach it",
+            "directly; anything a proxy or tunnel relays is refused (use MEMORYROUTER_AUTH=key).",
+        ]
+    trusted = ", ".join(str(n) for n in settings.trusted_proxies)
+    notes = [
+        "",
+        "The edge:",
+        f"  trusted proxies  {trusted or 'none'} (MEMORYROUTER_TRUSTED_PROXIES)"
+        + ("" if trusted else ": per-address limits see the connecting address"),
+    ]
+    if not is_loopback(settings.host):
+        notes.append(f"  listening on     {settings.host}: reachable beyond this machine")
+    if settings.metrics == "on" and not settings.metrics_token:
+        notes.append(
+            "  /metrics         "
+            + (
+                "this machine only, no proxy between (MEMORYROUTER_METRICS_OPEN=loopback)"
+                if settings.metrics_open == "loopback"
+                else "closed: set MEMORYROUTER_METRICS_TOKEN or MEMORYROUTER_METRICS_OPEN=loopback"
+            )
+        )
+    return notes
 
 
 @main.command()

@@ -58,6 +58,8 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "ui": (["ui"], ["foundation", "schemas", "client", "auth"]),
     # composition roots
     "startup": (["startup"], ["foundation"]),
+    # the connections serve accepts: deadlines, a cap, the proxies trusted
+    "edge": (["edge"], ["foundation"]),
     "app": (
         ["app"],
         [
@@ -69,7 +71,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         ["cli", "__main__"],
         [
             *["foundation", "schemas", "config", "rules", "store", "service", "http"],
-            *["vault root", "client", "reflect", "reflect cli", "startup", "app"],
+            *["vault root", "client", "reflect", "reflect cli", "startup", "edge", "app"],
         ],
     ),
 }

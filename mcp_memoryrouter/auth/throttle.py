@@ -4,8 +4,9 @@ A request rate shared by /authorize, /token, /revoke, /register and the sign-in 
 pages; a stricter one for /register (each registration is stored); and a body size for every
 POST, checked before the body is parsed. Past a rate, OAuth endpoints answer 429 with an
 RFC 6749 error body and pages a small HTML page, both with ``Retry-After``; past the size,
-413. The client address is the ASGI client host: behind a reverse proxy, uvicorn's
-``--proxy-headers`` and ``--forwarded-allow-ips`` decide what it is.
+413. The client address is the ASGI client host: ``serve`` takes it from forwarding headers
+only when the connection comes from a proxy named in ``MEMORYROUTER_TRUSTED_PROXIES``
+(edge.py), so a client cannot pick a new address, and a new budget, per request.
 """
 
 from __future__ import annotations
