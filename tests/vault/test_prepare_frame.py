@@ -20,7 +20,8 @@ _RECORD = re.compile(
     r"- \[[0-9: -]+(?: to [0-9-]+)?\] (?:(?:user|assistant|system|observation): )?"
 )
 _NOTE = re.compile(
-    r" \((?:every source of this reflection was deleted|\d+ of its \d+ sources were deleted)\)"
+    r" \((?:every source of this reflection was deleted"
+    r"|1 of its \d+ sources was deleted|(?!1 )\d+ of its \d+ sources were deleted)\)"
 )
 
 BREAKOUTS = [
@@ -105,6 +106,13 @@ def test_the_frame_is_paid_for_within_the_token_budget() -> None:
         assert tokens <= limit
         assert tokens == est_tokens(context)
         assert found == len(records(context)) if context else found == 0
+
+
+def test_a_reflection_line_counts_its_deleted_sources_in_words_that_agree() -> None:
+    one = build_context([reflection("Ana chose Postgres.", 1, deleted=1)], Budget(10, 3000))[0]
+    two = build_context([reflection("Ana chose Postgres.", 1, deleted=2)], Budget(10, 3000))[0]
+    assert one.splitlines()[2].endswith(" (1 of its 3 sources was deleted)")
+    assert two.splitlines()[2].endswith(" (2 of its 3 sources were deleted)")
 
 
 def test_nothing_found_is_an_empty_block_without_a_frame() -> None:

@@ -88,7 +88,8 @@ def _gone(support: Support | None) -> str:
         return ""
     if support.orphaned:
         return " (every source of this reflection was deleted)"
-    return f" ({support.deleted} of its {support.total} sources were deleted)"
+    verb = "was" if support.deleted == 1 else "were"  # "1 of its 30 sources was deleted"
+    return f" ({support.deleted} of its {support.total} sources {verb} deleted)"
 
 
 def build_context(hits: Sequence[ScoredMemory], budget: Budget) -> tuple[str, int, int]:
