@@ -142,8 +142,21 @@ class MessageIn(_Request):
     date: Text | None = None
 
 
+class IngestMessage(MessageIn):
+    """A message to store. Its own session_id beats the request's session_id and the
+    X-Session-ID header, so one request may carry messages of several sessions. A field
+    other than role, content, date and session_id is refused (400 naming it), not ignored."""
+
+    # from_attributes: a MessageIn built in this process is taken as a message of no session
+    model_config = ConfigDict(extra="forbid", from_attributes=True)
+
+    session_id: SessionId | None = None
+
+
 class IngestRequest(_Request):
-    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=limits.MAX_INGEST_MESSAGES)]
+    messages: Annotated[
+        list[IngestMessage], Field(min_length=1, max_length=limits.MAX_INGEST_MESSAGES)
+    ]
     session_id: SessionId | None = None
     model: Text | None = None
     embeddings: Text | None = None

@@ -65,6 +65,7 @@ class IncomingMessage:
     role: Role
     content: str
     date_ms: int | None
+    session_id: str | None = None  # beats the request's session
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,17 @@ def _dedup_key(role: str, session_id: str | None, date_ms: int, index: int, text
     """Same content, date, role and session (and unit position) is the same memory."""
     material = "\x1f".join((role, session_id or "", str(date_ms), str(index), text))
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
+
+
+def _stored_by_session(rows: Sequence[NewRaw], ids: Sequence[str]) -> list[UsageEvent]:
+    """Ingest's storage usage, one event per session (in the order they came): the tokens
+    of the rows stored, each a row whose own new id came back (a duplicate answers the id
+    it already had)."""
+    tokens: dict[str | None, int] = {}
+    for row, memory_id in zip(rows, ids, strict=True):
+        if memory_id == row.id:
+            tokens[row.session_id] = tokens.get(row.session_id, 0) + row.tokens
+    return [UsageEvent("ingest", "storage", n, session) for session, n in tokens.items()]
 
 
 class VaultService:
@@ -150,8 +162,9 @@ class VaultService:
                 field = f"messages[{index}].content"
                 raise InvalidRequest("message content must not be blank", {"field": field})
             date_ms = now if message.date_ms is None else message.date_ms
+            session = message.session_id or session_id
             for part, unit in enumerate(chunking.split_message(content)):
-                dedup = _dedup_key(message.role, session_id, date_ms, part, unit)
+                dedup = _dedup_key(message.role, session, date_ms, part, unit)
                 rows.append(
                     NewRaw(
                         new_memory_id(),
@@ -159,14 +172,14 @@ class VaultService:
                         unit,
                         est_tokens(unit),
                         date_ms,
-                        session_id,
+                        session,
                         dedup,
                         now,
                     )
                 )
-        ids, stored, tokens = self._store.ingest(access.vault_id, rows, model, access.writer)
+        ids, stored, _ = self._store.ingest(access.vault_id, rows, model, access.writer)
         if stored:
-            self._meter(access, UsageEvent("ingest", "storage", tokens, session_id))
+            self._store.record_usage(access.vault_id, _stored_by_session(rows, ids), now)
             if model is not None and self.worker is not None and len(rows) <= EMBED_BEFORE_ACK:
                 self.worker.embed_now(model, ids)  # read your own writes by meaning
             self._wake()

@@ -45,6 +45,72 @@ def test_session_header_mirrors_session_id(vault: Vault) -> None:
     assert rows(vault)[0][3] == "from-header"
 
 
+def test_a_messages_own_session_id_beats_the_requests_and_the_headers(vault: Vault) -> None:
+    messages = [
+        {"content": "own", "session_id": "s-own", "date": "2026-02-01"},
+        {"content": "request's", "date": "2026-02-01"},
+        {"content": "other", "session_id": "s-other", "date": "2026-02-01"},
+    ]
+    response = vault.http.post(
+        "/v1/memory/ingest",
+        json={"messages": messages, "session_id": "s-request"},
+        headers={**vault.headers(), "X-Session-ID": "s-header"},
+    )
+    assert response.status_code == 202, response.text
+    assert [(r[1], r[3]) for r in rows(vault)] == [
+        ("own", "s-own"),
+        ("request's", "s-request"),
+        ("other", "s-other"),
+    ]
+    only_header = vault.http.post(
+        "/v1/memory/ingest",
+        json={"messages": [{"content": "header's"}]},
+        headers={**vault.headers(), "X-Session-ID": "s-header"},
+    )
+    assert only_header.status_code == 202
+    assert rows(vault)[-1][3] == "s-header"
+
+
+def test_the_same_message_in_another_session_of_one_request_is_not_a_duplicate(
+    vault: Vault,
+) -> None:
+    message = {"content": "same words", "date": "2026-02-01"}
+    body = {"messages": [{**message, "session_id": "a"}, {**message, "session_id": "b"}]}
+    first = vault.post("/v1/memory/ingest", body).json()
+    assert (first["stored"], first["duplicates"]) == (2, 0)
+    again = vault.post("/v1/memory/ingest", body).json()
+    assert (again["stored"], again["duplicates"], again["ids"]) == (0, 2, first["ids"])
+
+
+def test_storage_is_metered_by_each_messages_session(vault: Vault) -> None:
+    body = {
+        "messages": [
+            {"content": "a" * 80, "session_id": "s-1"},
+            {"content": "b" * 40, "session_id": "s-2"},
+            {"content": "c" * 40},
+        ],
+        "session_id": "s-1",
+    }
+    assert vault.post("/v1/memory/ingest", body).status_code == 202
+    usage = vault.http.get("/v1/usage", headers=vault.headers()).json()
+    assert usage["by_session"]["s-1"]["storage_tokens"] == 30
+    assert usage["by_session"]["s-2"]["storage_tokens"] == 10
+    assert usage["totals"]["storage_tokens"] == 40
+
+
+@pytest.mark.parametrize("field", ["sesion_id", "tier", "id"])
+def test_an_unknown_field_of_a_message_is_400_naming_it_and_stores_nothing(
+    vault: Vault, field: str
+) -> None:
+    body = {"messages": [{"content": "fine"}, {"content": "x", field: "s-1"}]}
+    response = vault.post("/v1/memory/ingest", body)
+    assert_envelope(response, 400, "invalid_request")
+    assert [e["field"] for e in response.json()["error"]["details"]["errors"]] == [
+        f"messages.1.{field}"
+    ]
+    assert rows(vault) == []
+
+
 def test_dates_come_back_in_utc_milliseconds_with_z(vault: Vault) -> None:
     vault.ingest("deploy happened", date="2026-02-01T04:11:09.123456-05:00")
     hit = vault.post("/v1/memory/search", {"query": "deploy"}).json()["memories"][0]
@@ -147,3 +213,15 @@ def test_streamed_bodies_without_length_are_also_limited(tmp_path: Path) -> None
     )
     assert_envelope(response, 413, "payload_too_large")
     small.store.close()
+
+
+def test_openapi_says_a_message_takes_its_own_session_id_and_no_other_field(
+    vault: Vault,
+) -> None:
+    document = vault.http.get("/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    items = schemas["IngestRequest"]["properties"]["messages"]["items"]
+    assert items == {"$ref": "#/components/schemas/IngestMessage"}
+    message = schemas["IngestMessage"]
+    assert message["additionalProperties"] is False
+    assert set(message["properties"]) == {"role", "content", "date", "session_id"}

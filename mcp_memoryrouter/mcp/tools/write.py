@@ -40,7 +40,9 @@ async def store_memory(
     async with backend_errors():
         result = await vault.client.ingest(
             schemas.IngestRequest.model_construct(
-                messages=[schemas.MessageIn.model_construct(role=role, content=content, date=date)]
+                messages=[
+                    schemas.IngestMessage.model_construct(role=role, content=content, date=date)
+                ]
             )
         )
     return shaped(

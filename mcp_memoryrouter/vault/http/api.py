@@ -154,13 +154,14 @@ def ingest(
             m.role,
             m.content,
             None if m.date is None else parse_moment(m.date, field=f"messages[{i}].date"),
+            m.session_id,
         )
         for i, m in enumerate(body.messages)
     ]
     outcome = service.ingest(
         access,
         messages,
-        body.session_id or x_session_id,
+        body.session_id or x_session_id,  # a message's own session_id beats both
         _embeddings(service, body.embeddings, x_embedding_model),
     )
     return schemas.IngestResponse(

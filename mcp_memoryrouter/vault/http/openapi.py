@@ -12,7 +12,6 @@ id (see ``contract.check_entries``).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -104,9 +103,6 @@ def with_server_rules(
 def add_server_rules(document: Document, embedder_names: Sequence[str]) -> None:
     schemas = document.get("components", {}).get("schemas", {})
     models: Constraint = {"enum": ["", *embedder_names]}
-    schemas["IngestMessage"] = {**copy.deepcopy(schemas["MessageIn"]), "title": "IngestMessage"}
-    ingested = schemas["IngestRequest"]["properties"]["messages"]["items"]
-    ingested["$ref"] = "#/components/schemas/IngestMessage"
     for name, properties in _PROPERTIES.items():
         for field, constraint in properties.items():
             _constrain(schemas[name]["properties"][field], constraint)
