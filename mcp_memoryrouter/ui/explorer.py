@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from functools import partial, wraps
 from importlib import resources
 from typing import Any, TypeVar
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -62,6 +62,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _IMPORTANCE = re.compile(r"^(10|[1-9])$")
 EPOCH = "1970-01-01"
 SEARCH_STEP = 20
+# the pages a person reads, and so may come back to after a delete
+RETURNABLE = tuple(PREFIX + p for p in ("/search", "/timeline", "/memories/", "/tidy"))
 FORBIDDEN_FORM = "This form expired or came from another page. Load the page again and resubmit."
 READ_ONLY = "This key is read-only: it can look at the vault but not change it."
 ENDED = "Your session ended (signed out, expired, or its key was revoked). Sign in again."
@@ -514,17 +516,24 @@ class Explorer:
                     note=note,
                     more=more,
                     notice=await self._notice(session),
+                    here=_here(request),
                 )
             )
         window = await client.date_search(_date_request(f, None))
         note = (
             "In the date window, best matches first."
             if f.query
-            else "Newest first. The timeline pages through a longer window."
+            else "Newest first; a reflection stands at the start of the time it covers. The "
+            "timeline pages through a longer window."
         )
         return html(
             render.search_page(
-                f, window.memories, viewer, note=note, notice=await self._notice(session)
+                f,
+                window.memories,
+                viewer,
+                note=note,
+                notice=await self._notice(session),
+                here=_here(request),
             )
         )
 
@@ -541,7 +550,12 @@ class Explorer:
             next_page = url("/timeline", **render.query_of(f), cursor=turn)
         return html(
             render.timeline_page(
-                f, result, viewer, next_page=next_page, notice=await self._notice(session)
+                f,
+                result,
+                viewer,
+                next_page=next_page,
+                notice=await self._notice(session),
+                here=_here(request),
             )
         )
 
@@ -556,7 +570,11 @@ class Explorer:
             if found.next_offset is not None
             else None
         )
-        return html(render.memory_page(found, _viewer(session), next_offset=more))
+        back = _came_from(request, memory_id) or _parent(found)
+        notice = await self._notice(session)
+        return html(
+            render.memory_page(found, _viewer(session), next_offset=more, back=back, notice=notice)
+        )
 
     async def tidy(self, request: Request, session: UiSession) -> Response:
         return await self._tidy(request, session, shown_once=True)
@@ -605,20 +623,21 @@ class Explorer:
         self, request: Request, session: UiSession, form: dict[str, list[str]]
     ) -> Response:
         ids, back = _ids(form), local_path((form.get("back") or [""])[0])
+        cancel = local_path((form.get("cancel") or [""])[0], back)
         viewer = _viewer(session)
-        refused = _selection_problem(ids, viewer, back)
+        refused = _selection_problem(ids, viewer, cancel)
         if refused is not None:
             return refused
         client = self._client(session)
         if not await self._dry_runs(client):
-            return html(render.confirm_delete(ids, None, None, viewer, back))
+            return html(render.confirm_delete(ids, None, None, viewer, back, cancel))
         alone = await client.delete_ids(schemas.DeleteIdsRequest(ids=ids, dry_run=True))
         derived = await client.delete_ids(
             schemas.DeleteIdsRequest(ids=ids, derived=True, dry_run=True)
         )
         if alone.dry_run is not True or derived.dry_run is not True:
             raise TransportFailure("the vault did not answer the dry run as one")
-        return html(render.confirm_delete(ids, alone, derived, viewer, back))
+        return html(render.confirm_delete(ids, alone, derived, viewer, back, cancel))
 
     async def _dry_runs(self, client: VaultClient) -> bool:
         """Whether the vault answers ``dry_run`` on delete-ids. Any vault of this version
@@ -645,7 +664,8 @@ class Explorer:
             schemas.DeleteIdsRequest(ids=ids, derived=derived)
         )
         deleted = sum(len(v) for v in (done.by_tier or {}).values()) if derived else done.deleted
-        if back.startswith(PREFIX + "/memories/"):
+        gone = {*ids, *(i for group in (done.by_tier or {}).values() for i in group)}
+        if _memory_of(back) in gone:
             back = PREFIX  # the page of what was just deleted is gone
         await self._tell(session, f"Deleted {_memories(deleted)}.")
         return redirect(back)
@@ -723,6 +743,37 @@ def _viewer(session: UiSession) -> Viewer:
 
 def _line(value: dict[str, Any]) -> bytes:
     return (json.dumps(value, ensure_ascii=False) + "\n").encode()
+
+
+def _here(request: Request) -> str:
+    """The page's own address, for a delete started from it to come back to."""
+    query = f"?{request.url.query}" if request.url.query else ""
+    return local_path(request.url.path + query)
+
+
+def _came_from(request: Request, memory_id: str) -> str | None:
+    """The explorer page that linked to this memory (the browser's same-origin Referer, the
+    pages' Referrer-Policy), when it is another page of this server's explorer."""
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc != request.headers.get("host") or referer.scheme not in ("http", "https"):
+        return None
+    if referer.path != PREFIX and not referer.path.startswith(RETURNABLE):
+        return None  # the sign-in page, a download: not a page to come back to
+    found = local_path(referer.path + (f"?{referer.query}" if referer.query else ""), "")
+    return found if found and _memory_of(found) != memory_id else None
+
+
+def _parent(found: schemas.InspectResponse) -> str:
+    """The first reflection built from this memory, else the overview."""
+    up = found.consolidated_into or []
+    return render.memory_url(up[0].id) if up else PREFIX
+
+
+def _memory_of(path: str) -> str | None:
+    """The id of the memory whose page ``path`` is (None: not a memory's page)."""
+    route = urlsplit(path).path
+    prefix = PREFIX + "/memories/"
+    return unquote(route[len(prefix) :]) if route.startswith(prefix) else None
 
 
 def _selection_problem(ids: list[str], viewer: Viewer, back: str) -> Response | None:

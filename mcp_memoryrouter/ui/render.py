@@ -15,6 +15,7 @@ from typing import Literal
 from urllib.parse import quote, urlencode
 
 from mcp_memoryrouter import schemas
+from mcp_memoryrouter.auth.document import document
 
 PREFIX = "/ui"
 TIER_NAMES = {1: "moment", 2: "reflection", 3: "high-level reflection"}
@@ -87,15 +88,14 @@ def page(
         flash += f'<p class="notice" role="status">{esc(notice)}</p>'
     if error:
         flash += f'<p class="error" role="alert">{esc(error)}</p>'
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)} · Memory explorer</title>"
-        f'<link rel="stylesheet" href="{PREFIX}/static/explorer.css">'
-        f'<script src="{PREFIX}/static/explorer.js" defer></script></head><body>'
-        '<a class="skip" href="#main">Skip to content</a>'
-        f'{header}<main id="main"><h1>{esc(title)}</h1>{flash}{body}</main>'
-        '<footer><p class="note">Times are UTC.</p></footer></body></html>'
+    return document(
+        title,
+        flash + body,
+        site="Memory explorer",
+        stylesheet_url=f"{PREFIX}/static/explorer.css",
+        script_url=f"{PREFIX}/static/explorer.js",
+        header=header,
+        footer='<footer><p class="note">Times are UTC.</p></footer>',
     )
 
 
@@ -488,7 +488,9 @@ def search_page(
     more: str | None = None,
     error: str | None = None,
     notice: str | None = None,
+    here: str | None = None,
 ) -> str:
+    """``here``: this page's own address, where a delete started from it comes back to."""
     form = (
         f'<form method="get" action="{PREFIX}/search" class="filters" role="search">'
         f"{filter_fields(f, with_query=True, with_order=False)}"
@@ -503,7 +505,7 @@ def search_page(
             viewer,
             empty="Nothing matches.",
             label="Results",
-            back=url("/search", **query_of(f)),
+            back=here or url("/search", **query_of(f)),
             link=f'<a href="{esc(more)}">More results</a>' if more else "",
         )
     return page("Search", form + results, viewer, current="/search", error=error, notice=notice)
@@ -517,7 +519,9 @@ def timeline_page(
     next_page: str | None,
     error: str | None = None,
     notice: str | None = None,
+    here: str | None = None,
 ) -> str:
+    """``here``: this page's own address (its cursor too), where a delete comes back to."""
     form = (
         f'<form method="get" action="{PREFIX}/timeline" class="filters">'
         f"{filter_fields(f, with_query=False, with_order=True)}"
@@ -525,22 +529,42 @@ def timeline_page(
     )
     results = ""
     if result is not None:
-        window = (
-            f"This page: {day(result.returned.from_)} to {day(result.returned.to)}"
-            if result.memories
-            else ""
-        )
         results = results_section(
             _count(len(result.memories), "memory", "memories"),
-            window,
+            page_span(result.memories) + ORDER_NOTES[f.order] if result.memories else "",
             result.memories,
             viewer,
             empty="Nothing in this window.",
             label="Memories",
-            back=url("/timeline", **query_of(f)),
+            back=here or url("/timeline", **query_of(f)),
             link=f'<a rel="next" href="{esc(next_page)}">Next page</a>' if next_page else "",
         )
     return page("Timeline", form + results, viewer, current="/timeline", error=error, notice=notice)
+
+
+# How a date window is ordered, said where it is shown: date-search places a reflection at
+# the start of its coverage newest first and at its end oldest first (docs/api.md), so in
+# both orders it follows the moments it was built from.
+ORDER_NOTES = {
+    "newest_first": " Newest first; a reflection stands at the start of the time it covers, "
+    "after the moments it was built from.",
+    "oldest_first": " Oldest first; a reflection stands at the end of the time it covers, "
+    "after the moments it was built from.",
+}
+
+
+def page_span(rows: Sequence[schemas.MemoryRow]) -> str:
+    """The time the rows shown cover, from their own dates (never a bound of the request,
+    which may be unset)."""
+    starts = [r.covers.from_ if r.covers else r.date for r in rows]
+    ends = [r.covers.to if r.covers else r.date for r in rows]
+    first = min((s for s in starts if s), default=None)
+    last = max((e for e in ends if e), default=None)
+    if first is None or last is None:
+        return ""
+    if day(first) == day(last):
+        return f"This page: {day(first)}."
+    return f"This page: {day(first)} to {day(last)}."
 
 
 def results_section(
@@ -578,7 +602,16 @@ def query_of(f: Filters) -> dict[str, object]:
 # --- a memory ---------------------------------------------------------------------------------
 
 
-def memory_page(found: schemas.InspectResponse, viewer: Viewer, *, next_offset: str | None) -> str:
+def memory_page(
+    found: schemas.InspectResponse,
+    viewer: Viewer,
+    *,
+    next_offset: str | None,
+    back: str = PREFIX,
+    notice: str | None = None,
+) -> str:
+    """``back``: where the person goes once this memory is deleted (the page they came
+    from, else its parent)."""
     facts = [tier_tag(found.tier)]
     if found.covers is not None:
         facts.append(covering(found.covers))
@@ -609,17 +642,10 @@ def memory_page(found: schemas.InspectResponse, viewer: Viewer, *, next_offset: 
         )
     body += "</section>"
     if found.tier > 1:
-        total, deleted = found.sources_total or 0, found.sources_deleted or 0
-        shown = len(found.sources or [])
-        summary = f"{total} source{'s' if total != 1 else ''}"
-        if deleted:
-            summary += f", {deleted} of them deleted"
-        if found.orphaned:
-            summary += ": every source is gone, this reflection stands alone"
         body += (
             '<section aria-labelledby="down-h"><h2 id="down-h">Down: what this was built from'
-            f'</h2><p class="note" id="sources-summary">{esc(summary)}. '
-            f"Showing {shown} from {found.offset or 0}, most similar first.</p>"
+            f'</h2><p class="note" id="sources-summary">'
+            f"{esc(sources_summary(found, paged=next_offset is not None))}</p>"
             '<ul class="memories" aria-label="Sources">'
             + "".join(memory_item(r, viewer, selectable=False) for r in found.sources or [])
             + "</ul>"
@@ -634,10 +660,32 @@ def memory_page(found: schemas.InspectResponse, viewer: Viewer, *, next_offset: 
         body += (
             f'<form method="post" action="{PREFIX}/delete" class="actions">{csrf_field(viewer)}'
             f'<input type="hidden" name="ids" value="{esc(found.memory_id)}">'
-            f'<input type="hidden" name="back" value="{esc(PREFIX)}">'
+            f'<input type="hidden" name="back" value="{esc(back)}">'
+            f'<input type="hidden" name="cancel" value="{esc(memory_url(found.memory_id))}">'
             '<button type="submit" class="danger">Delete this memory…</button></form>'
         )
-    return page(f"Tier {found.tier} {TIER_NAMES[found.tier]}", body, viewer)
+    return page(f"Tier {found.tier} {TIER_NAMES[found.tier]}", body, viewer, notice=notice)
+
+
+def sources_summary(found: schemas.InspectResponse, *, paged: bool) -> str:
+    """How many sources a reflection was built from, how many are gone, and which of those
+    left the page lists."""
+    total, deleted = found.sources_total or 0, found.sources_deleted or 0
+    offset, shown = found.offset or 0, len(found.sources or [])
+    summary = _count(total, "source", "sources")
+    if deleted:
+        summary += f", {deleted} of them deleted"
+    if found.orphaned:
+        return summary + ": every source is gone, this reflection stands alone."
+    if not shown:
+        return summary + "."
+    if paged or offset:
+        listed = f"Listed below: {offset + 1} to {offset + shown} of the {total - deleted}"
+        return f"{summary}. {listed}, most similar first."
+    if shown == 1:
+        return f"{summary}. {'The one left' if deleted else 'It'} is listed below."
+    listed = f"The {shown} left are" if deleted else f"All {shown} are"
+    return f"{summary}. {listed} listed below, most similar first."
 
 
 # --- tidy -------------------------------------------------------------------------------------
@@ -649,9 +697,12 @@ def confirm_delete(
     derived: schemas.DeleteIdsResponse | None,
     viewer: Viewer,
     back: str,
+    cancel: str | None = None,
 ) -> str:
     """What deleting the selection does, from two dry runs: the selection alone, and the
-    selection with every reflection built from it (None: the vault cannot dry-run)."""
+    selection with every reflection built from it (None: the vault cannot dry-run).
+    ``back``: where the person lands once it is done; ``cancel``: where Cancel goes (the
+    page the delete was started from; default ``back``)."""
     gone = 0 if alone is None else alone.not_found
     found = len(ids) - gone
     by_tier = {} if derived is None else derived.by_tier or {}
@@ -662,6 +713,8 @@ def confirm_delete(
     freed = sum(pool.values())
     hidden = "".join(f'<input type="hidden" name="ids" value="{esc(i)}">' for i in ids)
     common = f'{csrf_field(viewer)}{hidden}<input type="hidden" name="back" value="{esc(back)}">'
+    if cancel:
+        common += f'<input type="hidden" name="cancel" value="{esc(cancel)}">'
     missing = f" ({gone} of them no longer exist{'s' if gone == 1 else ''})" if gone else ""
     effects = (
         f"<p>You selected {_count(len(ids), 'memory', 'memories')}{missing}.</p><ul>"
@@ -716,7 +769,7 @@ def confirm_delete(
             if offer
             else ""
         )
-        + f'<a class="button" href="{esc(back)}">Cancel</a></form>'
+        + f'<a class="button" href="{esc(cancel or back)}">Cancel</a></form>'
     )
     body = (
         f'<div class="card">{effects}</div>'
