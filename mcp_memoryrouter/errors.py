@@ -10,7 +10,7 @@ each one as ``{"error": {"code", "message", "details"}}`` and nothing else.
     │   └── ProxiedRequest  403  proxied_request     a server without keys reached through a proxy
     ├── NotFound            404  not_found           unknown id or batch (ids of other vaults too)
     ├── LeaseExpired        409  lease_expired       commit after the batch lease ran out
-    ├── Conflict            409  conflict            the change would lock the vault's owner out
+    ├── Conflict            409  conflict            the vault's state refuses the change
     ├── RequestTimeout      408  request_timeout     a request body that did not arrive in time
     ├── PayloadTooLarge     413  payload_too_large   request body above the limit
     ├── UnsupportedMedia    415  unsupported_media_type  a body that is not JSON where JSON is read
@@ -108,7 +108,8 @@ class LeaseExpired(MemoryRouterError):
 
 
 class Conflict(MemoryRouterError):
-    """Raised when a change is refused by the state it would leave (the last read-write key)."""
+    """Raised when a change is refused by the vault's state: it would leave no read-write
+    key, or an archive with lineage meets a vault that is not empty."""
 
     status = 409
     code = "conflict"

@@ -1,8 +1,9 @@
 """Import an archive (see :mod:`reflect.archive`), or a chat history (see
 :mod:`reflect.history`, :func:`import_history` at the end), into a vault.
 
-Raw memories go through ``POST /v1/memory/ingest`` with their dates and roles, in requests
-of at most 500 messages (and well under the 1 MiB body limit). Reflections are then
+Raw memories go through ``POST /v1/memory/ingest`` with their dates, roles and sessions (each
+message names its own), in requests of at most 500 messages (and well under the 1 MiB body
+limit) whatever the order of their sessions. Reflections are then
 recreated tier by tier with ``POST /v1/memory/import-reflections``, one request per batch
 group, linked to the new ids of their sources and keeping their coverage (and as many
 deleted sources as the export counted). Last, memories the export marks consolidated
@@ -10,9 +11,12 @@ that no reflection of the file names are marked so with
 ``POST /v1/memory/import-consolidated``.
 
 The archive is checked as a whole (and every message against the request size) before
-the first request. A failure the server reports afterwards (an unreachable vault, sources
-already consolidated because the vault was not empty) stops the import where it is: import
-into an empty vault, and wipe it before trying again.
+the first request. An archive with reflections or consolidated memories goes into an empty
+vault only, and one that is not is refused before anything is sent (409 ``conflict``):
+merged into memories already there, its lineage could meet sources already consolidated.
+Plain message lines go into any vault (a message already there is a duplicate). A failure
+the server reports afterwards (an unreachable vault) stops the import where it is: wipe the
+vault before trying again.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.errors import Conflict, InvalidRequest
 from mcp_memoryrouter.reflect.archive import Archive, Numbered, ReflectionGroup
 from mcp_memoryrouter.reflect.history import History
 
@@ -48,6 +52,8 @@ async def import_archive(
                 f"line {item.number}: the message is too large to send in one request",
                 {"line": item.number},
             )
+    if archive.groups or archive.to_mark:
+        await _require_empty(client)
     report = ImportReport()
     ids = _NewIds()
     for chunk in _chunks(archive.raw):
@@ -65,6 +71,26 @@ async def import_archive(
     return report
 
 
+async def _require_empty(client: VaultClient) -> None:
+    """An archive's reflections are rebuilt on its own memories, and only an empty vault
+    holds none of them already consolidated (the same file imported twice, a backup restored
+    onto its live vault): refused before anything is sent, rather than half-way through."""
+    held = (await client.stats()).total_memories
+    if held:
+        raise Conflict(
+            f"the vault already holds {_count(held, 'memory', 'memories')}, and this archive "
+            "has reflections (or consolidated memories): it is imported into an empty vault "
+            "only. Import it into a new vault (`mcp-memoryrouter keys create` makes one and "
+            "prints its key), or wipe this one first (DELETE /v1/memory, see docs/backup.md). "
+            "Plain message lines, and chat histories, import into any vault.",
+            {"memories": held},
+        )
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 @dataclass
 class _NewIds:
     """The ids the vault gave each memory of the file: by archive id and by line number."""
@@ -78,27 +104,33 @@ class _NewIds:
             self.by_id[archive_id] = memory_ids
 
 
-def _message(item: Numbered) -> schemas.MessageIn:
+def _message(item: Numbered) -> schemas.IngestMessage:
     line = item.line
-    return schemas.MessageIn(role=line.role or "user", content=line.content, date=line.date)
+    return schemas.IngestMessage(
+        role=line.role or "user", content=line.content, date=line.date, session_id=line.session_id
+    )
 
 
 def _size(item: Numbered) -> int:
     """An upper bound of the message's share of a request body: ASCII-escaped JSON is never
     shorter than the UTF-8 actually sent; 100 bytes cover role, date and punctuation."""
-    return len(json.dumps(item.line.content)) + 100
+    return len(json.dumps(item.line.content)) + _session_size(item.line.session_id) + 100
+
+
+def _session_size(session: str | None) -> int:
+    """What ``"session_id": "…",`` adds to a message (nothing without one)."""
+    return 0 if session is None else len(json.dumps(session)) + 16
 
 
 def _chunks(raw: Sequence[Numbered]) -> Iterator[list[Numbered]]:
-    """Consecutive lines of one session, at most 500 messages and ~768 KiB per request."""
+    """Consecutive lines, at most 500 messages and ~768 KiB per request, whatever their
+    sessions: each message names its own."""
     chunk: list[Numbered] = []
     size = 0
     for item in raw:
         item_size = _size(item)
         if chunk and (
-            len(chunk) >= MAX_MESSAGES_PER_REQUEST
-            or size + item_size > MAX_REQUEST_BYTES
-            or item.line.session_id != chunk[0].line.session_id
+            len(chunk) >= MAX_MESSAGES_PER_REQUEST or size + item_size > MAX_REQUEST_BYTES
         ):
             yield chunk
             chunk, size = [], 0
@@ -115,10 +147,7 @@ async def _ingest(
     ids: _NewIds,
     report: ImportReport,
 ) -> None:
-    session = chunk[0].line.session_id
-    done = await client.ingest(
-        schemas.IngestRequest(messages=[_message(i) for i in chunk], session_id=session)
-    )
+    done = await client.ingest(schemas.IngestRequest(messages=[_message(i) for i in chunk]))
     report.stored += done.stored
     report.duplicates += done.duplicates
     if len(done.ids) == len(chunk):
@@ -131,9 +160,7 @@ async def _ingest(
         if item.number in archive.to_mark or (
             item.line.id is not None and item.line.id in archive.referenced
         ):
-            again = await client.ingest(
-                schemas.IngestRequest(messages=[_message(item)], session_id=session)
-            )
+            again = await client.ingest(schemas.IngestRequest(messages=[_message(item)]))
             ids.add(item.number, item.line.id, again.ids)
 
 
@@ -162,7 +189,8 @@ async def _recreate(
 
 # --- chat histories (see :mod:`reflect.history`) ----------------------------------------
 
-_OVERHEAD = 100  # role, date and punctuation of one message, as in ``_size``
+# role, date, session id (at most 200 characters, ASCII: history.session_id) and punctuation
+_OVERHEAD = 100 + _session_size("-" * limits.MAX_ID_CHARS)
 _PIECE_CHARS = MAX_REQUEST_BYTES - _OVERHEAD - 2  # escaped characters of one piece
 _WIDEST_ESCAPE = 12  # one character escaped as JSON: at most two \uXXXX
 
@@ -178,30 +206,33 @@ class HistoryReport:
 
 
 def history_requests(history: History) -> list[schemas.IngestRequest]:
-    """The whole import as ingest requests: one conversation each, at most 500 messages and
-    ~768 KiB. A message too large for one request is sent as consecutive pieces (cut at line
-    ends, else anywhere), each under the limit, with the message's role and date."""
+    """The whole import as ingest requests of at most 500 messages and ~768 KiB, each
+    message naming its conversation's session: a few requests per thousand messages, however
+    short the conversations. A message too large for one request is sent as consecutive
+    pieces (cut at line ends, else anywhere), each under the limit, with the message's role,
+    date and session."""
     requests: list[schemas.IngestRequest] = []
+    batch: list[schemas.IngestMessage] = []
+    size = 0
     for conversation in history.conversations:
-        batch: list[schemas.MessageIn] = []
-        size = 0
+        session = conversation.session_id
         for message in conversation.messages:
             for piece in _pieces(message.text):
                 piece_size = len(json.dumps(piece)) + _OVERHEAD
                 if batch and (
                     len(batch) >= MAX_MESSAGES_PER_REQUEST or size + piece_size > MAX_REQUEST_BYTES
                 ):
-                    requests.append(_request(batch, conversation.session_id))
+                    requests.append(schemas.IngestRequest(messages=batch))
                     batch, size = [], 0
-                batch.append(schemas.MessageIn(role=message.role, content=piece, date=message.date))
+                batch.append(
+                    schemas.IngestMessage(
+                        role=message.role, content=piece, date=message.date, session_id=session
+                    )
+                )
                 size += piece_size
-        if batch:
-            requests.append(_request(batch, conversation.session_id))
+    if batch:
+        requests.append(schemas.IngestRequest(messages=batch))
     return requests
-
-
-def _request(batch: list[schemas.MessageIn], session: str) -> schemas.IngestRequest:
-    return schemas.IngestRequest(messages=batch, session_id=session)
 
 
 def _pieces(text: str) -> list[str]:

@@ -150,7 +150,7 @@ def test_the_same_file_imported_again_stores_nothing(served: Served) -> None:
 
 
 def test_an_interrupted_import_run_again_stores_only_the_rest(
-    served: Served, monkeypatch: pytest.MonkeyPatch
+    served: Served, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     real_ingest = VaultClient.ingest
     calls = 0
@@ -164,17 +164,19 @@ def test_an_interrupted_import_run_again_stores_only_the_rest(
             raise TransportFailure("the connection dropped")
         return await real_ingest(self, body)
 
+    # 600 messages: a request of 500, then one of 100
+    export = write(tmp_path / "c.json", [_conversation(f"c{n}", 6) for n in range(100)])
     with monkeypatch.context() as patch:
         patch.setattr(VaultClient, "ingest", cut_after_the_first_request)
-        cut = run(served, "--from", "claude", str(CLAUDE))
+        cut = run(served, "--from", "claude", str(export))
     assert cut.exit_code == 1 and "the connection dropped" in cut.output
-    assert stored(served) == CLAUDE_STORED[:3]  # the first conversation went through
+    assert served.stats()["total_memories"] == 500  # the first request went through
 
-    resumed = run(served, "--from", "claude", str(CLAUDE), "--json")
+    resumed = run(served, "--from", "claude", str(export), "--json")
     assert resumed.exit_code == 0, resumed.output
     counts = json.loads(resumed.stdout)
-    assert (counts["stored"], counts["duplicates"]) == (4, 3)
-    assert stored(served) == CLAUDE_STORED
+    assert (counts["stored"], counts["duplicates"]) == (100, 500)
+    assert served.stats()["total_memories"] == 600
 
 
 def test_a_prefix_of_the_history_then_the_whole_stores_only_what_the_prefix_lacked(
@@ -290,13 +292,25 @@ def test_a_message_too_large_for_one_request_is_sent_in_pieces_each_under_the_li
     assert "".join(m.content for m in sent[1:-1]) == huge
     for request in requests:
         assert len(request.model_dump_json().encode()) < MAX_REQUEST_BYTES + 1024
-        assert request.session_id == "claude-c"
+        assert {m.session_id for m in request.messages} == {"claude-c"}
         assert {m.date for m in request.messages} == {"2024-05-02T09:00:00.000Z"}
 
 
-def test_requests_hold_one_conversation_and_at_most_500_messages() -> None:
+def test_requests_hold_at_most_500_messages_each_naming_its_conversation() -> None:
     requests = history_requests(_history([f"Note {i}." for i in range(1_200)]))
     assert [len(r.messages) for r in requests] == [500, 500, 200]
+    two = read_history("claude", [_conversation("a", 3), _conversation("b", 2)])
+    (request,) = history_requests(two)
+    assert [m.session_id for m in request.messages] == ["claude-a"] * 3 + ["claude-b"] * 2
+    assert request.session_id is None
+
+
+def _conversation(uuid: str, messages: int) -> dict[str, Any]:
+    return {
+        "uuid": uuid,
+        "created_at": "2024-05-02T09:00:00Z",
+        "chat_messages": [{"sender": "human", "text": f"{uuid} {i}"} for i in range(messages)],
+    }
 
 
 def test_session_ids_are_the_prefixed_id_else_cleaned_cut_and_hashed() -> None:

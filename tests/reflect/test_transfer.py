@@ -146,8 +146,9 @@ def test_plain_messages_are_imported_in_requests_of_at_most_500(
             "/v1/memory/date-search",
             json={"from": "2026-03-01", "to": "2026-03-03", "session_id": "s-1", "tiers": [1]},
         ).json()
-    # lines 1-6 | 7 (a session of its own) | 8-507 | 508-1007 | 1008-1200: none above 500
-    assert usage["by_endpoint"]["ingest"]["events"] == 5
+    # lines 1-500 (line 7 in a session of its own: metered apart) | 501-1000 | 1001-1200
+    assert usage["by_endpoint"]["ingest"]["events"] == 4
+    assert usage["by_session"]["s-1"]["events"] == 1
     assert [m["date"] for m in in_session["memories"]] == ["2026-03-02T08:00:00.000Z"]
 
 
