@@ -1,8 +1,9 @@
 """What the chat proxy reads from, and writes into, each provider's own request format.
 
-Three formats, never translated into one another (docs/proxy.md): OpenAI chat completions
-(``messages``), Anthropic messages (``messages`` and ``system``), Google generateContent
-(``contents`` and ``systemInstruction``). For each: the conversation's text turns (the
+Four formats, never translated into one another (docs/proxy.md): OpenAI chat completions
+(``messages``), OpenAI responses (``input`` and ``instructions``), Anthropic messages
+(``messages`` and ``system``), Google generateContent (``contents`` and
+``systemInstruction``). For each: the conversation's text turns (the
 retrieval query and the turn to remember), where the memory block goes, the answer's text
 in a whole response, and the answer assembled from a stream's events. Everything else in a
 body (tools, images, thinking, cache markers, unknown fields) is left as the client sent it.
@@ -313,4 +314,73 @@ def _google_candidate_text(response: object, *, strip: bool = True) -> str:
     return _google_text(candidate["content"].get("parts"), strip=strip)
 
 
+class OpenAIResponses(Format):
+    """``POST /v1/responses``: ``input`` is a string (the user's message) or a list of items
+    (messages with string or part content, and items without a role: tool calls, their
+    outputs, reasoning); instructions live in ``instructions``."""
+
+    name = "openai-responses"
+    messages_field = "input"
+    provider_key_header = "authorization"
+    provider_key_prefix = "Bearer "
+    _TEXT_TYPES = ("input_text", "output_text", "text")
+
+    def turn(self, message: object) -> Turn | None:
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            return None
+        if message.get("type", "message") != "message":
+            return None
+        text = _text_parts(message.get("content"), self._TEXT_TYPES)
+        return Turn(message["role"], text, _opted_in(message)) if text else None
+
+    def turns(self, body: dict[str, Any]) -> list[Turn]:
+        given = body.get("input")
+        if isinstance(given, str):
+            return [Turn("user", given.strip())] if given.strip() else []
+        return super().turns(body)
+
+    def newest(self, body: dict[str, Any]) -> Turn | None:
+        given = body.get("input")
+        if isinstance(given, str):
+            return Turn("user", given.strip()) if given.strip() else None
+        return super().newest(body)
+
+    def inject(self, body: dict[str, Any], context: str) -> None:
+        # after the app's own instructions; a call's instructions are its own (a response it
+        # continues by previous_response_id does not carry them over)
+        instructions = body.get("instructions")
+        if isinstance(instructions, str) and instructions.strip():
+            body["instructions"] = instructions + "\n\n" + context
+        else:
+            body["instructions"] = context
+
+    def answer(self, response: object) -> str:
+        if not isinstance(response, dict):
+            return ""
+        return self._output_text(response.get("output"))
+
+    def _output_text(self, output: object) -> str:
+        if not isinstance(output, list):
+            return ""
+        texts = [
+            _text_parts(item.get("content"), ("output_text",))
+            for item in output
+            if isinstance(item, dict) and item.get("type") == "message"
+        ]
+        return _joined(texts)
+
+    def feed(self, assembly: Assembly, event: str) -> None:
+        data = _loaded(event)
+        if not isinstance(data, dict):
+            return
+        kind = data.get("type")
+        if kind == "response.output_text.delta" and isinstance(data.get("delta"), str):
+            assembly.parts.append(data["delta"])
+        elif kind in ("response.completed", "response.incomplete"):
+            assembly.complete = True  # incomplete: cut at the token limit, a whole answer
+        elif kind in ("response.failed", "error"):
+            assembly.failed = True
+
+
 OPENAI, ANTHROPIC, GOOGLE = OpenAIChat(), AnthropicMessages(), GoogleGenerate()
+OPENAI_RESPONSES = OpenAIResponses()

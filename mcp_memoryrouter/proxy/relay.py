@@ -17,6 +17,10 @@ provider and adds its memory key (``X-Memory-Key``). For each call:
    be stored: ``turn``, ``answer`` (the user's message opted out, or carried a tool's
    result) or ``none``.
 
+OpenAI's Responses API (``/v1/responses``) is served the same way. Model lists, embeddings
+and Anthropic's token count pass through without memory (a known key still needed); other
+provider routes get a 404 naming those served (:mod:`proxy.routes`).
+
 The memory side never blocks a call: if the vault cannot answer, the call goes on without
 memory and ``X-Memory-Status: unavailable`` says why. Refused up front are only what the
 vault would refuse anyway: no key or an unknown one (401), a bad option header (400), a key
@@ -33,9 +37,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-import anyio
 import httpx2
 from starlette.requests import Request
 from starlette.responses import Response
@@ -43,23 +46,29 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
-from mcp_memoryrouter.asgi import error_response, host_allowed, read_body, repeated_header
+from mcp_memoryrouter.asgi import error_response, read_body
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,
     InvalidRequest,
     MemoryRouterError,
-    Misdirected,
     NotFound,
     RateLimited,
     TransportFailure,
     Unauthorized,
-    UnsupportedMedia,
     too_large,
 )
 from mcp_memoryrouter.limits import PREPARE_QUERY_MESSAGES
-from mcp_memoryrouter.proxy.events import EventReader
-from mcp_memoryrouter.proxy.formats import ANTHROPIC, GOOGLE, OPENAI, Assembly, Format, Turn
+from mcp_memoryrouter.proxy.admission import Admission
+from mcp_memoryrouter.proxy.answers import parsed, reader_for
+from mcp_memoryrouter.proxy.formats import (
+    ANTHROPIC,
+    GOOGLE,
+    OPENAI,
+    OPENAI_RESPONSES,
+    Format,
+    Turn,
+)
 from mcp_memoryrouter.proxy.options import (
     MEMORY_KEY,
     OWN_HEADERS,
@@ -69,6 +78,7 @@ from mcp_memoryrouter.proxy.options import (
     header_text,
     options,
 )
+from mcp_memoryrouter.proxy.routes import NOT_SERVED, SERVED
 
 log = logging.getLogger("mcp_memoryrouter.proxy")
 
@@ -95,7 +105,6 @@ OWN_RESPONSE_HEADERS = frozenset({"date", "server"})
 GOOGLE_VERSIONS = frozenset({"v1", "v1beta", "v1alpha"})
 GOOGLE_CALLS = (":generateContent", ":streamGenerateContent")
 UPSTREAM_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)  # answers may think for minutes
-OFF_LOOP_CHARS = 256 * 1024  # an event or answer larger than this is read on a worker thread
 
 
 @dataclass(frozen=True)
@@ -187,8 +196,10 @@ class ChatProxy:
         request body may take to arrive. ``max_answer_bytes``: the most of a provider's
         answer held to be stored (the rest is relayed, not held)."""
         self._vault = vault
-        self._hosts = None if allowed_hosts is None else list(allowed_hosts)
-        self._origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+        self._admission = Admission(
+            None if allowed_hosts is None else tuple(allowed_hosts),
+            frozenset(o.rstrip("/").lower() for o in allowed_origins),
+        )
         self._upstreams = upstreams
         self._max_body = max_body_bytes
         self._body_seconds = body_seconds
@@ -200,8 +211,18 @@ class ChatProxy:
     def routes(self) -> list[Route]:
         return [
             Route("/v1/chat/completions", self._openai, methods=["POST"]),
+            Route("/v1/responses", self._openai_responses, methods=["POST"]),
             Route("/v1/messages", self._anthropic, methods=["POST"]),
             Route("/{version}/models/{call}", self._google, methods=["POST"]),
+            # passed on as they are, without memory: the model lists and embeddings
+            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+            Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+            Route("/{version}/models", self._models, methods=["GET"]),
+            Route("/{version}/models/{model}", self._models, methods=["GET"]),
+            *(
+                Route(path, self._not_served, methods=["GET", "POST", "DELETE"])
+                for path in NOT_SERVED
+            ),
         ]
 
     async def aclose(self) -> None:
@@ -215,10 +236,45 @@ class ChatProxy:
     async def _anthropic(self, request: Request) -> Response:
         return await self._relay(request, ANTHROPIC, self._upstreams.anthropic + "/v1/messages")
 
+    async def _openai_responses(self, request: Request) -> Response:
+        target = self._upstreams.openai + "/responses"
+        return await self._relay(request, OPENAI_RESPONSES, target)
+
+    async def _embeddings(self, request: Request) -> Response:
+        return await self._pass(request, OPENAI, self._upstreams.openai + "/embeddings")
+
+    async def _count_tokens(self, request: Request) -> Response:
+        target = self._upstreams.anthropic + "/v1/messages/count_tokens"
+        return await self._pass(request, ANTHROPIC, target)
+
+    async def _models(self, request: Request) -> Response:
+        """``GET /v1/models`` is OpenAI's and Anthropic's (told apart by the header only
+        Anthropic's clients send) and Google's; ``/v1beta`` and ``/v1alpha`` Google's."""
+        version, path = request.path_params["version"], request.url.path
+        if version not in GOOGLE_VERSIONS:
+            return self._not_served(request)
+        headers = request.headers
+        if version == "v1" and "anthropic-version" in headers:
+            return await self._pass(request, ANTHROPIC, self._upstreams.anthropic + path)
+        google = "x-goog-api-key" in headers or "key" in request.query_params
+        if version != "v1" or google:
+            return await self._pass(request, GOOGLE, self._upstreams.google + path)
+        return await self._pass(request, OPENAI, self._upstreams.openai + path.removeprefix("/v1"))
+
+    def _not_served(self, request: Request) -> Response:
+        served = ", ".join(SERVED)
+        return error_response(
+            NotFound(
+                f"the chat proxy does not serve {request.method} {request.url.path}: it serves "
+                f"{served} (docs/proxy.md); call the provider directly for the rest",
+                {"served": list(SERVED)},
+            )
+        )
+
     async def _google(self, request: Request) -> Response:
         version, call = request.path_params["version"], request.path_params["call"]
         if version not in GOOGLE_VERSIONS or not call.endswith(GOOGLE_CALLS):
-            return error_response(NotFound(f"no such route: {request.url.path}"))
+            return self._not_served(request)
         return await self._relay(request, GOOGLE, self._upstreams.google + request.url.path)
 
     # --- one call -----------------------------------------------------------------------
@@ -226,29 +282,36 @@ class ChatProxy:
     async def _relay(self, request: Request, fmt: Format, target: str) -> Response:
         asked_at = self._clock()
         try:
-            self._admit(request)
-            key = request.headers.get(MEMORY_KEY) or self._default_key
-            if not key:
-                raise Unauthorized(
-                    "missing memory key: send it in the X-Memory-Key header (the provider's "
-                    "key goes where the provider expects it, or in X-Provider-Key)"
-                )
+            self._admission.check(request.headers)
+            key = self._key_of(request)
             chosen = options(request.headers)
             vault = self._vault.with_key(key)
             info = await _checked(vault)  # before a byte of the body is read
             body = await self._body(request)
             call, forwarded = await self._before(fmt, body, vault, info, chosen, asked_at)
         except MemoryRouterError as refused:
-            refusal = error_response(refused)
-            # a refused body may be unread: the connection is not kept for the next request
-            refusal.headers["connection"] = "close"
-            return refusal
+            return _refusal(refused)
+        return await self._send(request, call, "POST", target, forwarded)
+
+    def _key_of(self, request: Request) -> str:
+        key = request.headers.get(MEMORY_KEY) or self._default_key
+        if not key:
+            raise Unauthorized(
+                "missing memory key: send it in the X-Memory-Key header (the provider's "
+                "key goes where the provider expects it, or in X-Provider-Key)"
+            )
+        return key
+
+    async def _send(
+        self, request: Request, call: Call, method: str, target: str, content: bytes | None
+    ) -> Response:
+        """The call to the provider; its answer relayed as it arrives."""
         upstream = self._http.build_request(
-            "POST",
+            method,
             target,
             params=request.url.query or None,
-            content=forwarded,
-            headers=_upstream_headers(request, fmt),
+            content=content,
+            headers=_upstream_headers(request, call.format),
         )
         try:
             response = await self._http.send(upstream, stream=True)
@@ -263,44 +326,22 @@ class ChatProxy:
         call.report.store = self._what_is_stored(call) if response.is_success else "none"
         return Relayed(self, call, response)
 
-    def _admit(self, request: Request) -> None:
-        """What is refused before anything is read: another name in ``Host`` (a server
-        without keys), a key header sent twice, a call from a web page of another origin,
-        and a body that is not JSON (what an HTML form or a no-cors fetch can send)."""
-        if self._hosts is not None and not host_allowed(
-            request.headers.get("host", ""), self._hosts
-        ):
-            raise Misdirected(
-                "this server does not answer to that name: set MEMORYROUTER_PUBLIC_URL, "
-                "or add the name to MEMORYROUTER_ALLOWED_HOSTS"
-            )
-        repeated = repeated_header(request.headers.raw, (MEMORY_KEY, PROVIDER_KEY))
-        if repeated is not None:
-            raise InvalidRequest(
-                f"the {repeated} header came more than once (or as a list): send it once",
-                {"field": repeated},
-            )
-        origin = request.headers.get("origin")
-        if origin is not None and not self._same_or_allowed(origin, request.headers.get("host")):
-            raise Forbidden(
-                f"calls from web pages of {header_text(origin, 100)} are refused: call from "
-                "your app's server, or add the origin to MEMORYROUTER_CORS_ORIGINS",
-                {"origin": header_text(origin, 100)},
-            )
-        if not _is_json(request.headers.get("content-type", "")):
-            raise UnsupportedMedia(
-                "the body must be JSON: send it with Content-Type: application/json",
-                {"content_type": header_text(request.headers.get("content-type", ""), 100)},
-            )
-
-    def _same_or_allowed(self, origin: str, host: str | None) -> bool:
-        """A page of this server itself (its origin names the host the call was sent to)
-        or of an origin the operator allows (MEMORYROUTER_CORS_ORIGINS)."""
-        origin = origin.rstrip("/").lower()
-        if origin in self._origins:
-            return True
-        scheme, _, netloc = origin.partition("://")
-        return scheme in ("http", "https") and host is not None and netloc == host.lower()
+    async def _pass(self, request: Request, fmt: Format, target: str) -> Response:
+        """A provider call passed on as it is, with no memory before or after; a memory key
+        the vault knows is needed all the same (the proxy is no open relay)."""
+        try:
+            self._admission.check(request.headers, json_body=request.method == "POST")
+            key = self._key_of(request)
+            chosen = options(request.headers)
+            info = await _checked(self._vault.with_key(key))
+            body = await self._body(request) if request.method == "POST" else None
+        except MemoryRouterError as refused:
+            return _refusal(refused)
+        report = Report(mode="off", status="off")
+        if isinstance(info, MemoryRouterError):
+            report.failed("the vault cannot check the key", info)
+        call = Call(fmt, None, chosen, report, self._vault, self._clock())
+        return await self._send(request, call, request.method, target, body)
 
     async def _body(self, request: Request) -> bytes:
         body = await read_body(request.receive, self._max_body, self._body_seconds)
@@ -399,9 +440,8 @@ class Relayed(Response):
         self._call = call
         self._upstream = upstream
         self.raw_headers = _downstream_headers(upstream.headers, call.report)
-        streamed = upstream.headers.get("content-type", "").startswith("text/event-stream")
-        cap = proxy.max_answer
-        self._answer: Answer = Streamed(call.format, cap) if streamed else Whole(call.format, cap)
+        content_type = upstream.headers.get("content-type", "")
+        self._answer = reader_for(content_type, call.format, proxy.max_answer)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         upstream = self._upstream
@@ -411,7 +451,8 @@ class Relayed(Response):
         try:
             async for chunk in upstream.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                await self._answer.take(chunk)
+                if self._call.report.store != "none":  # else nothing is put together
+                    await self._answer.take(chunk)
         except httpx2.HTTPError as exc:
             log.warning("chat proxy: the provider's answer broke off: %s", type(exc).__name__)
             return  # the client's answer ends without its last chunk, as the provider's did
@@ -429,76 +470,11 @@ class Relayed(Response):
             await self._proxy._remember_after(self._call, answer)
 
 
-class Answer(Protocol):
-    """How a provider's answer is put together from its bytes as they pass."""
-
-    async def take(self, chunk: bytes) -> None: ...
-
-    async def text(self) -> str | None:
-        """The answer's text once the bytes have ended; None when there is nothing to
-        store (an answer cut short, failed or over the cap)."""
-
-
-class Streamed:
-    """A server-sent event stream: events read as they end (linear in the bytes); one over
-    ``OFF_LOOP_CHARS`` is read on a worker thread."""
-
-    def __init__(self, fmt: Format, cap: int) -> None:
-        self._format = fmt
-        self._reader = EventReader(cap)
-        self._assembly = Assembly()
-        self._cap = cap
-        self._held = 0
-        self._over = False
-
-    async def take(self, chunk: bytes) -> None:
-        if self._over:
-            return
-        for event in self._reader.feed(chunk):
-            if len(event) > OFF_LOOP_CHARS:
-                await anyio.to_thread.run_sync(self._format.feed, self._assembly, event)
-            else:
-                self._format.feed(self._assembly, event)
-        self._held = sum(map(len, self._assembly.parts))
-        if self._held > self._cap or self._reader.overflowed:
-            self._over = True
-            self._assembly.parts.clear()
-
-    async def text(self) -> str | None:
-        done = self._assembly.complete and not self._assembly.failed
-        return self._assembly.text if done and not self._over else None
-
-
-class Whole:
-    """A whole (non-streamed) answer: its bytes held up to the cap, read once they end (on
-    a worker thread when large)."""
-
-    def __init__(self, fmt: Format, cap: int) -> None:
-        self._format = fmt
-        self._chunks: list[bytes] = []
-        self._held = 0
-        self._cap = cap
-
-    async def take(self, chunk: bytes) -> None:
-        if self._held > self._cap:
-            return
-        self._held += len(chunk)
-        if self._held > self._cap:
-            self._chunks.clear()  # over the cap: relayed, never held
-        else:
-            self._chunks.append(chunk)
-
-    async def text(self) -> str | None:
-        if self._held > self._cap:
-            return None
-        content = b"".join(self._chunks)
-
-        def read() -> str:
-            return self._format.answer(_parsed(content))
-
-        if len(content) > OFF_LOOP_CHARS:
-            return await anyio.to_thread.run_sync(read)
-        return read()
+def _refusal(refused: MemoryRouterError) -> Response:
+    refusal = error_response(refused)
+    # a refused body may be unread: the connection is not kept for the next request
+    refusal.headers["connection"] = "close"
+    return refusal
 
 
 async def _checked(vault: VaultClient) -> schemas.KeyInfo | MemoryRouterError:
@@ -524,13 +500,6 @@ async def _prepared(
         return await vault.prepare(asked)
     except MemoryRouterError as exc:
         return exc
-
-
-def _is_json(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
-    )
 
 
 def _prepare_request(chosen: Options, turns: list[Turn]) -> schemas.PrepareRequest:
@@ -572,16 +541,9 @@ def _downstream_headers(upstream: httpx2.Headers, report: Report) -> list[tuple[
     ]
 
 
-def _parsed(content: bytes) -> Any:
-    try:
-        return json.loads(content)
-    except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
-        return None
-
-
 def _parsed_object(content: bytes) -> dict[str, Any] | None:
-    parsed = _parsed(content)
-    return parsed if isinstance(parsed, dict) else None
+    value = parsed(content)
+    return value if isinstance(value, dict) else None
 
 
 def _iso(seconds: float) -> str:

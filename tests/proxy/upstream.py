@@ -61,6 +61,27 @@ class Upstream:
         request = json.loads(body) if body else {}
         if path == "/v1/chat/completions":
             await _openai(request, send)
+        elif path == "/v1/responses":
+            await _openai_responses(request, send)
+        elif path == "/v1/embeddings":
+            vectors = [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}]
+            usage = {"prompt_tokens": 2, "total_tokens": 2}
+            await _send(
+                send, 200, {"object": "list", "data": vectors, "model": "e", "usage": usage}
+            )
+        elif path == "/v1/models" and "anthropic-version" in headers:
+            model = {"type": "model", "id": "claude-test", "display_name": "Claude test"}
+            listed = {"data": [{**model, "created_at": "2026-01-01T00:00:00Z"}]}
+            await _send(
+                send,
+                200,
+                {**listed, "has_more": False, "first_id": "claude-test", "last_id": "claude-test"},
+            )
+        elif path.endswith("/models") and "x-goog-api-key" in headers:
+            await _send(send, 200, {"models": [{"name": "models/gemini-test"}]})
+        elif path == "/v1/models":
+            model = {"id": "gpt-test", "object": "model", "created": 1767225600, "owned_by": "t"}
+            await _send(send, 200, {"object": "list", "data": [model]})
         elif path == "/v1/messages":
             await _anthropic(request, send)
         elif ":generateContent" in path or ":streamGenerateContent" in path:
@@ -145,6 +166,47 @@ async def _openai(request: dict[str, Any], send: Send) -> None:
     ]
     events.append(_data({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
     events.append(b"data: [DONE]\n\n")
+    await _stream(send, events, drop=model == "drop")
+
+
+async def _openai_responses(request: dict[str, Any], send: Send) -> None:
+    model = str(request.get("model", ""))
+    message = {
+        "type": "message",
+        "id": "msg_1",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+    }
+    done = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1767225600,
+        "status": "completed",
+        "model": model,
+        "output": [message],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+    if not request.get("stream"):
+        await _send(send, 200, done)
+        return
+    started = {**done, "status": "in_progress", "output": []}
+    events = [_event("response.created", {"type": "response.created", "response": started})]
+    for n, piece in enumerate(PIECES):
+        delta = {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": piece,
+            "sequence_number": n + 1,
+            "logprobs": [],
+        }
+        events.append(_event("response.output_text.delta", delta))
+    completed = {"type": "response.completed", "response": done, "sequence_number": 99}
+    events.append(_event("response.completed", completed))
     await _stream(send, events, drop=model == "drop")
 
 
