@@ -35,6 +35,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -460,6 +462,7 @@ def _serve(
         close_vault(service)
 
     routes.append(Route("/mcp", endpoint=guarded.endpoint, methods=["GET", "POST", "DELETE"]))
+    routes += entrance(explorer)
     if vault_app is not None:
         routes.append(Mount("/", app=vault_app))
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -476,6 +479,17 @@ def _serve(
     if settings.auth == "none":  # no keys: every surface for clients on this machine only
         served = LocalOnly(served)
     return Server(observed(settings, served, app, vault_app), client, service, oauth)
+
+
+def entrance(explorer: Explorer | None) -> list[BaseRoute]:
+    """``/``: a browser opening the server's address lands in the explorer (when it is on)."""
+    if explorer is None:
+        return []
+    return [Route("/", endpoint=to_explorer, methods=["GET", "HEAD"])]
+
+
+async def to_explorer(_: Request) -> Response:
+    return RedirectResponse("/ui", status_code=302)
 
 
 def beside(explorer: Explorer, app: ASGIApp, allowed_hosts: list[str]) -> ASGIApp:
@@ -525,6 +539,9 @@ def chat_proxy(settings: Settings, client: VaultClient, default_key: str | None)
         allowed_hosts=(
             None if default_key is None else transport_security(settings).allowed_hosts or []
         ),
+        allowed_origins=settings.cors_origins,
+        body_seconds=settings.body_timeout_seconds,
+        max_answer_bytes=settings.proxy_max_answer_bytes,
     )
 
 

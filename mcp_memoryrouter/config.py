@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     trusted_proxies: list[IPvAnyNetwork] = []
     # seconds a connection may take to send a whole request head, and then its body
     head_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
-    body_timeout_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    body_timeout_seconds: float = Field(default=limits.BODY_SECONDS, gt=0, le=86_400)
     # open connections at once; past it, the oldest one that has not sent a whole request
     # head is closed to let a new one in (so /healthz answers through a flood of idle ones)
     max_connections: int = Field(default=2048, ge=16, le=1_000_000)
@@ -130,6 +130,8 @@ class Settings(BaseSettings):
     upstream_anthropic_url: str = "https://api.anthropic.com"
     upstream_google_url: str = "https://generativelanguage.googleapis.com"
     proxy_max_body_bytes: int = Field(default=limits.PROXY_MAX_BODY_BYTES, ge=1024)
+    # the most of a provider's answer held to be stored; a larger one is relayed, not stored
+    proxy_max_answer_bytes: int = Field(default=limits.PROXY_MAX_ANSWER_BYTES, ge=1024)
 
     @property
     def base_url(self) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import anyio.to_thread
 from fastapi import FastAPI
+from starlette.types import Scope
 from threadpoolctl import threadpool_limits
 
 from mcp_memoryrouter import __version__
@@ -16,6 +18,7 @@ from mcp_memoryrouter.vault.http.api import router
 from mcp_memoryrouter.vault.http.boundary import BodyLimit, install_error_handlers
 from mcp_memoryrouter.vault.http.inprocess import InProcess
 from mcp_memoryrouter.vault.http.openapi import with_server_rules
+from mcp_memoryrouter.vault.http.presented import presented_key
 from mcp_memoryrouter.vault.http.ratelimit import (
     MonotonicMs,
     RateLimit,
@@ -23,6 +26,7 @@ from mcp_memoryrouter.vault.http.ratelimit import (
     TokenBuckets,
 )
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.search.embeddings import (
     Embedder,
     Embedders,
@@ -110,6 +114,17 @@ def build_service(
     return service, kind
 
 
+def admission(service: VaultService) -> Callable[[Scope], Awaitable[Access]]:
+    """The key check a request with a body passes before the body is read (``BodyLimit``):
+    the presented key, read by the one rule authentication and the rate limit share."""
+
+    async def admit(scope: Scope) -> Access:
+        key = presented_key(scope.get("headers", []))
+        return await anyio.to_thread.run_sync(service.authenticate, key)
+
+    return admit
+
+
 def in_process(app: FastAPI) -> InProcess:
     """The carrier that calls ``app``'s routes without HTTP (for the embedded MCP server)."""
     return InProcess(app)
@@ -141,7 +156,12 @@ def create_vault_app(
     # the embedding models this server has; "" (or no choice) is its default
     app.openapi = with_server_rules(app.openapi, service.embedders.names)  # type: ignore[method-assign]
     app.include_router(router)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        admit=admission(service),
+        seconds=settings.body_timeout_seconds,
+    )
     if settings.rate_limit_per_minute:
         per_minute = settings.rate_limit_per_minute
         burst = settings.rate_limit_burst or per_minute
