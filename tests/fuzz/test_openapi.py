@@ -6,17 +6,16 @@ it forbids is refused."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, assume, settings
+from hypothesis import HealthCheck, settings
 from schemathesis import BaseSchema, checks
 
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.vault.app import create_vault_app
-from mcp_memoryrouter.vault.rules.dates import parse_moment
 from tests.support import Vault, make_vault
 
 checks.load_all_checks()
@@ -37,9 +36,13 @@ def fuzzed_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
 
 @pytest.fixture(scope="module")
 def api_schema(fuzzed_vault: Vault, tmp_path_factory: pytest.TempPathFactory) -> BaseSchema:
+    return _unlimited(fuzzed_vault, tmp_path_factory.mktemp("unlimited"))
+
+
+def _unlimited(vault: Vault, data_dir: Path) -> BaseSchema:
     # the same service without the rate limit: hundreds of cases must reach the routes
-    settings = Settings(data_dir=tmp_path_factory.mktemp("unlimited"), rate_limit_per_minute=0)
-    app = create_vault_app(settings, service=fuzzed_vault.service)
+    settings = Settings(data_dir=data_dir, rate_limit_per_minute=0)
+    app = create_vault_app(settings, service=vault.service)
     loaded = schemathesis.openapi.from_asgi("/openapi.json", app)
     # valid bodies and broken ones (wrong types, missing fields, out-of-range values)
     loaded.config.generation.update(modes=list(schemathesis.GenerationMode))
@@ -59,85 +62,52 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 def test_every_route_answers_within_its_declared_schema(
     case: schemathesis.Case[Any], fuzzed_vault: Vault
 ) -> None:
+    # every case as generated: no valid case is skipped or rewritten, so a rule the server
+    # keeps and the document does not say fails here
+    case.call_and_validate(headers=_key(case, fuzzed_vault), checks=CHECKS)
+
+
+def _key(case: schemathesis.Case[Any], vault: Vault) -> dict[str, str]:
+    """The vault's key, unless the case is about a malformed key header: that one must
+    reach the server as generated (and be refused)."""
     positive = case.meta is not None and case.meta.generation.mode.is_positive
-    if positive:
-        case.body = _without_whole_floats(case.body, _body_schema(case), case.operation.schema)
-        assume(_moments_are_servable(case, fuzzed_vault.clock()))
     generated = {k.lower(): str(v) for k, v in (case.headers or {}).items()}
-    # the fuzzed vault's key, unless the case is about a malformed key header: then it
-    # must reach the server as generated
     malformed = not positive and "," in generated.get("x-memory-key", "")
-    headers = {} if malformed else {"X-Memory-Key": fuzzed_vault.key}
-    case.call_and_validate(headers=headers, checks=CHECKS)
+    return {} if malformed else {"X-Memory-Key": vault.key}
 
 
-# --- what valid data the schema cannot tell apart from data the server refuses ----------
-#
-# JSON Schema counts 7.0 as an integer, and the generator sends such floats for integer
-# fields; the server refuses them on purpose (an importance is an integer, not a float, a
-# bool or a string) and the schema has no way to say "no 7.0". Valid cases send them as
-# the integers they equal. A window whose ``from`` is after its ``to`` (or after now, when
-# ``to`` is left out), and an offset that moves a moment outside the years 0001-9999 in
-# UTC, are refused with 400 too and have no JSON Schema spelling either: such valid cases
-# are skipped, as are reflections whose text holds their own batch id. docs/security.md
-# (Input) says so.
+def test_calls_chained_by_their_answers_stay_within_the_schema(tmp_path: Path) -> None:
+    """The stateful run (a key minted then revoked, a batch checked out then committed),
+    with the checks that look back at earlier calls: use_after_free and
+    ensure_resource_availability among every other. A vault of its own: the run may wipe
+    it and revoke keys."""
+    for name in ("vault", "unlimited"):
+        (tmp_path / name).mkdir()
+    vault = make_vault(tmp_path / "vault")
+    loaded = _unlimited(vault, tmp_path / "unlimited")
 
+    class Chained(loaded.as_state_machine()):  # type: ignore[misc]
+        def get_call_kwargs(self, case: schemathesis.Case[Any]) -> dict[str, Any]:
+            return {"headers": _key(case, vault)}
 
-def _body_schema(case: schemathesis.Case[Any]) -> Any:
-    document = case.operation.schema.raw_schema
-    operation = document["paths"][case.operation.path][case.operation.method.lower()]
-    content = operation.get("requestBody", {}).get("content", {})
-    return content.get("application/json", {}).get("schema")
+        def validate_response(
+            self, response: Any, case: schemathesis.Case[Any], **kwargs: Any
+        ) -> None:
+            super().validate_response(response, case, additional_checks=CHECKS, **kwargs)
 
-
-def _resolve(schema: Any, api: BaseSchema) -> Any:
-    while isinstance(schema, dict) and "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        schema = api.raw_schema["components"]["schemas"][name]
-    return schema
-
-
-def _without_whole_floats(value: Any, schema: Any, api: BaseSchema) -> Any:
-    """``value`` with every whole-number float that stands for an ``integer`` (and only an
-    integer) made that integer; anything else unchanged."""
-    schema = _resolve(schema, api)
-    if not isinstance(schema, dict):
-        return value
-    branches = [schema, *(_resolve(b, api) for b in schema.get("anyOf", []))]
-    kinds = {b["type"] for b in branches if isinstance(b, dict) and "type" in b} - {"null"}
-    if isinstance(value, float) and value.is_integer() and kinds == {"integer"}:
-        return int(value)
-    for branch in branches:
-        if isinstance(value, dict) and "properties" in branch:
-            properties = branch["properties"]
-            return {k: _without_whole_floats(v, properties.get(k), api) for k, v in value.items()}
-        if isinstance(value, list) and "items" in branch:
-            return [_without_whole_floats(v, branch["items"], api) for v in value]
-    return value
-
-
-def _moments_are_servable(case: schemathesis.Case[Any], now_ms: int) -> bool:
-    body: dict[str, Any] = case.body if isinstance(case.body, dict) else {}
-    windows: list[Any] = [case.query or {}, body, body.get("covers") or {}]
-    messages: list[Any] = body.get("messages") or []
-    entries: list[Any] = body.get("entries") or []
     try:
-        for message in messages:
-            if isinstance(message.get("date"), str):
-                parse_moment(message["date"], field="date")
-        if isinstance(body.get("as_of"), str):
-            parse_moment(body["as_of"], field="as_of")
-        for window in windows:
-            start, end = window.get("from"), window.get("to")
-            low = parse_moment(start, field="from") if isinstance(start, str) else None
-            high = now_ms if end is None else parse_moment(end, field="to", end_of_day=True)
-            if low is not None and low > high:
-                return False
-    except InvalidRequest:
-        return False
-    # a reflection's text must not name its batch (contract.check_entries)
-    batch = body.get("batch_id")
-    return not (isinstance(batch, str) and any(batch in str(e.get("text")) for e in entries))
+        Chained.run(
+            settings=settings(
+                max_examples=15,
+                stateful_step_count=6,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+                derandomize=True,
+            )
+        )
+    finally:
+        vault.http.close()
+        vault.store.close()
 
 
 def test_the_run_uses_every_check_and_both_kinds_of_data(api_schema: BaseSchema) -> None:

@@ -1,21 +1,29 @@
 """The rules the server checks beyond its wire models, written into ``/openapi.json``.
 
 The pydantic models give the document its types and bounds (from ``limits.py``); what the
-vault refuses later (an entry's trimmed length from the reflection contract, blank text,
-ISO dates, which embedding models this server has) is added here, so that every request
-the document allows is one the server accepts and every request it refuses the document
-forbids. Two rules have no JSON Schema spelling and stay the server's alone: a window's
-``from`` must not be after its ``to``, and an offset must keep a moment within the years
-0001 to 9999 in UTC (docs/security.md, Input). Entry text must also hold no memory or batch
-id (see ``contract.check_entries``).
+vault refuses later (an entry's trimmed length and the ids it must not hold, from the
+reflection contract; blank text; the dates and times ``limits.MOMENT`` spells; which
+embedding models this server has) is added here, so that every request the document allows
+is one the server accepts and every request it refuses the document forbids. The patterns
+are the server's own, written for every regex dialect. What JSON Schema cannot say the
+server does not refuse: a window whose ``from`` is after its ``to`` is an empty one, and
+``7.0`` is the integer 7 (docs/security.md, Input).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from mcp_memoryrouter.limits import ENTRY_CHARS_MAX
+from mcp_memoryrouter import schemas as wire
+from mcp_memoryrouter.limits import (
+    BATCH_ID,
+    ENTRY_CHARS_MAX,
+    MEMORY_ID,
+    MOMENT,
+    MOMENT_OFF_THE_EDGE,
+)
 from mcp_memoryrouter.vault.rules.timeline import BUCKET_SIZES
 
 Document = dict[str, Any]
@@ -33,7 +41,11 @@ _EMBEDDING_BODIES = (
     "DateSearchRequest",
     "CommitRequest",
 )
-_ISO_MOMENT: Constraint = {"anyOf": [{"format": "date"}, {"format": "date-time"}]}
+# parse_moment: a whole limits.MOMENT, in UTC on the first and last day
+_ISO_MOMENT: Constraint = {
+    "pattern": f"^({MOMENT.pattern})$",
+    "not": {"pattern": f"^({MOMENT_OFF_THE_EDGE.pattern})$"},
+}
 # What str.strip() trims, spelled out: regex dialects disagree on what \s holds.
 _SPACE = (
     r"\t\n\u000b\u000c\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -43,7 +55,11 @@ _NOT_BLANK: Constraint = {"pattern": f"[^{_SPACE}]"}
 _ENTRY_TEXT: Constraint = {
     "pattern": f"^[{_SPACE}]*([^{_SPACE}]|[^{_SPACE}][\\s\\S]{{0,{ENTRY_CHARS_MAX - 2}}}"
     f"[^{_SPACE}])[{_SPACE}]*$",
+    # and no memory or batch id anywhere (limits.holds_an_id)
+    "not": {"pattern": f"{MEMORY_ID.pattern}|{BATCH_ID.pattern}"},
 }
+_LAST_CODE_POINT = 0x10FFFF
+_SURROGATES = range(0xD800, 0xE000)
 
 # component schema → property → what the server checks beyond the model
 _PROPERTIES: dict[str, dict[str, Constraint]] = {
@@ -112,7 +128,28 @@ def add_server_rules(document: Document, embedder_names: Sequence[str]) -> None:
     schemas["ImportReflectionsRequest"].update(_IMPORT_DATED)
     for name in _CLOSED:
         schemas[name]["additionalProperties"] = False
+    _constrain(schemas["KeyCreateRequest"]["properties"]["name"], _showable())
     _add_parameter_rules(document, models)
+
+
+@functools.cache
+def _showable() -> Constraint:
+    """A key name holds none of the characters ``schemas.hidden`` names (the Unicode
+    categories Cc, Cf, Zl and Zp but the joiners), listed as one class. A character past
+    U+FFFF is written as itself: no escape for it is read alike by every regex dialect."""
+    points = (c for c in range(_LAST_CODE_POINT + 1) if c not in _SURROGATES)
+    runs: list[list[int]] = []
+    for code in (c for c in points if wire.hidden(chr(c))):
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    spelled = "".join(_spell(a) + ("" if a == b else "-" + _spell(b)) for a, b in runs)
+    return {"pattern": f"^[^{spelled}]*$"}
+
+
+def _spell(code: int) -> str:
+    return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
 
 
 def _add_parameter_rules(document: Document, models: Constraint) -> None:
