@@ -463,6 +463,17 @@ def test_the_loopback_rule(
     assert closed is not None and closed[0] == 403 and OPEN_SETTING in closed[1]
 
 
+def test_with_a_token_and_the_loopback_setting_either_one_opens_it() -> None:
+    token = token_digest(TOKEN)
+    local = scope_of("127.0.0.1", ("host", "localhost:8787"))
+    assert refusal(local, token, loopback=True) is None
+    carrying = scope_of("203.0.113.7", ("authorization", f"Bearer {TOKEN}"))
+    assert refusal(carrying, token, loopback=True) is None
+    relayed = scope_of("127.0.0.1", ("host", "localhost"), ("x-forwarded-for", "203.0.113.7"))
+    refused = refusal(relayed, token, loopback=True)
+    assert refused is not None and refused[0] == 401
+
+
 def test_http_1_0_from_loopback_naming_loopback_is_a_plain_proxy_not_a_local_scraper() -> None:
     """nginx with only ``proxy_pass http://127.0.0.1:8787`` sends exactly this."""
     plain = scope_of("127.0.0.1", ("host", "127.0.0.1:8787"), ("connection", "close"))
