@@ -7,10 +7,13 @@ import sys
 
 import anyio
 import click
+from mcp.server import MCPServer
 from pydantic import ValidationError
 
 from mcp_memoryrouter import __version__, edge
+from mcp_memoryrouter.accesslog import keep_secrets_out_of_the_access_log
 from mcp_memoryrouter.app import create_server, create_stdio_server, is_loopback
+from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import (
     MemoryRouterError,
@@ -21,12 +24,21 @@ from mcp_memoryrouter.errors import (
 )
 from mcp_memoryrouter.limits import MAX_ID_CHARS
 from mcp_memoryrouter.schemas import hidden
-from mcp_memoryrouter.startup import Listening, banner, keep_first_key, stdio_command
+from mcp_memoryrouter.startup import (
+    Listening,
+    announce_serving,
+    banner,
+    keep_first_key,
+    serving_url,
+    stdio_command,
+    withdraw_serving,
+)
 from mcp_memoryrouter.vault.app import build_service, migrate_store
 from mcp_memoryrouter.vault.http import render
 from mcp_memoryrouter.vault.keyring import Keyring
 from mcp_memoryrouter.vault.rules.access import looks_like_key, split_mode
 from mcp_memoryrouter.vault.service import VaultService
+from mcp_memoryrouter.vault.store.sqlite.owner import StoreInUse
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,21 +87,54 @@ def serve(host: str | None, port: int | None) -> None:
         key, ref = service.create_vault(name="default")
         first = keep_first_key(ref, key, settings.data_dir, terminal=sys.stderr.isatty())
     data_dir = None if settings.api_url else settings.data_dir
-    where = Listening(settings.base_url, data_dir, stdio_command())
+    where = Listening(
+        settings.base_url,
+        data_dir,
+        stdio_command(),
+        explorer=settings.ui == "on",
+        signin=settings.signin,
+    )
     click.echo(banner(where, first, __version__), err=True)
     for line in edge_notes(settings):
         click.echo(line, err=True)
-    edge.run(
-        server.app,
-        host=settings.host,
-        port=settings.port,
-        limits=edge.ConnectionLimits(
-            settings.head_timeout_seconds,
-            settings.body_timeout_seconds,
-            settings.max_connections,
-        ),
-        trusted_proxies=settings.trusted_proxies,
+    keep_secrets_out_of_the_access_log()  # a provider key sent as ?key= (docs/proxy.md)
+    # stdio started on this data directory goes through this server (see `stdio`)
+    announced = (
+        None if data_dir is None else announce_serving(data_dir, settings.host, settings.port)
     )
+    try:
+        edge.run(
+            server.app,
+            host=settings.host,
+            port=settings.port,
+            limits=edge.ConnectionLimits(
+                settings.head_timeout_seconds,
+                settings.body_timeout_seconds,
+                settings.max_connections,
+            ),
+            trusted_proxies=settings.trusted_proxies,
+        )
+    finally:
+        if announced is not None:
+            withdraw_serving(announced)
+
+
+def stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
+    """The stdio server over the data directory's vault; when a running `serve` owns that
+    directory, through that server (the URL it announced), as MEMORYROUTER_API_URL would."""
+    try:
+        return create_stdio_server(settings)
+    except StoreInUse as busy:
+        url = None if settings.api_url else serving_url(settings.data_dir, busy.pid)
+        if url is None:
+            raise
+        click.echo(
+            f"{settings.data_dir} is served by `serve` (process {busy.pid}): going through it "
+            f"at {url}",
+            err=True,
+        )
+        settings.api_url = url
+        return create_stdio_server(settings)
 
 
 def settings_problem(exc: ValidationError) -> str:
@@ -148,7 +193,7 @@ def stdio() -> None:
             "placeholder)"
         )
     try:
-        mcp, client = create_stdio_server(settings)
+        mcp, client = stdio_server(settings)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from exc
     where = settings.api_url or f"the vault in {settings.data_dir}"

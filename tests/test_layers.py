@@ -25,7 +25,10 @@ ROOT = "mcp_memoryrouter"
 # layer: (its modules, by prefix; the layers it may import), lowest first
 LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
-        ["", "errors", "limits", "tokens", "private", "asgi", "ratelimit", "forwarding"],
+        [
+            *["", "errors", "limits", "tokens", "private", "asgi", "ratelimit", "forwarding"],
+            "accesslog",
+        ],
         [],
     ),
     "schemas": (["schemas"], ["foundation"]),
@@ -84,6 +87,7 @@ PURE = [
     "proxy.formats",
     "proxy.events",
     "proxy.options",
+    "proxy.routes",
     "ui.render",
 ]
 IO_LIBRARIES = ["sqlite3", "psycopg", "psycopg_pool", "httpx2", "socket", "subprocess", "os"]
