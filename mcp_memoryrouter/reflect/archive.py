@@ -177,11 +177,17 @@ def _parse(number: int, text: str) -> ArchiveLine:
     try:
         return ArchiveLine.model_validate(json.loads(text))
     except json.JSONDecodeError as exc:
-        raise _bad(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+        raise _bad(number, f"not valid JSON ({json_problem(exc)} at column {exc.colno})") from exc
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
         raise _bad(number, f"{where + ': ' if where else ''}{error['msg']}") from exc
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What the parser found, without the "at" some of its messages end with ("Invalid
+    control character at"), for a sentence that says where itself."""
+    return exc.msg.removesuffix(" at")
 
 
 def _groups(reflections: list[Numbered], by_id: dict[str, Numbered]) -> tuple[ReflectionGroup, ...]:

@@ -19,9 +19,10 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.private import open_private
 from mcp_memoryrouter.reflect.archive import Archive, read_archive
+from mcp_memoryrouter.reflect.chat_export import looks_like_zip, read_export
 from mcp_memoryrouter.reflect.cli.options import vault_failure, vault_options
 from mcp_memoryrouter.reflect.export import export_vault
-from mcp_memoryrouter.reflect.history import SOURCES, History, Source, read_history
+from mcp_memoryrouter.reflect.history import SOURCES, History, Source
 from mcp_memoryrouter.reflect.importer import (
     import_archive,
     import_history,
@@ -38,8 +39,8 @@ from mcp_memoryrouter.reflect.importer import (
     type=click.Choice(["archive", *SOURCES]),
     default="archive",
     show_default=True,
-    help="What FILE is: a JSONL archive, or the conversations.json of a ChatGPT or Claude "
-    "data export.",
+    help="What FILE is: a JSONL archive, or a ChatGPT or Claude data export (the zip the "
+    "service sent, or the conversations.json inside it).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def import_command(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
@@ -48,13 +49,15 @@ def import_command(api_url: str, key: str, file: Path, source: str, as_json: boo
 
     JSONL: each line is {"content": ..., "role"?: ..., "date"?: ..., "session_id"?: ...};
     lines from `export` also carry tier, importance, covers and sources, and their
-    reflections are recreated with their lineage. Import into an empty vault.
+    reflections are recreated with their lineage: such an archive goes into an empty vault
+    only (refused before anything is sent otherwise). Plain lines go into any vault.
 
-    A chat history: the user's and the assistant's messages of each conversation, in the
-    order and on the branch last shown, with their dates, one session per conversation
-    (chatgpt-ID, claude-ID). System, tool and hidden messages and attachments are skipped
-    and counted. Importing the same file again stores nothing new, so an interrupted
-    import is resumed by running it again.
+    A chat history: FILE is the zip the service sent (read in memory, nothing extracted)
+    or the conversations.json inside it. The user's and the assistant's messages of each
+    conversation, in the order and on the branch last shown, with their dates, one session
+    per conversation (chatgpt-ID, claude-ID). System, tool and hidden messages and
+    attachments are skipped and counted. Importing the same file again stores nothing new,
+    so an interrupted import is resumed by running it again.
 
     The whole file is checked first: a bad line or conversation stops the import before
     anything is sent, naming it.
@@ -113,12 +116,20 @@ def _read(file: Path) -> Archive:
             return read_archive(lines)
     except MemoryRouterError as exc:
         raise click.ClickException(f"{file}: {exc.message}{_export_hint(file)}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{file}: not UTF-8 text (byte {exc.start}): an archive is JSON lines"
+            f"{_export_hint(file)}"
+        ) from exc
+    except OSError as exc:
         raise click.ClickException(f"cannot read {file}: {type(exc).__name__}: {exc}") from exc
 
 
 def _export_hint(file: Path) -> str:
-    """A JSON array is no archive: most likely a chat export given without --from."""
+    """A JSON array, or a zip, is no archive: most likely a chat export given without --from."""
+    with contextlib.suppress(OSError):
+        if looks_like_zip(file):
+            return " (a zip: a ChatGPT or Claude data export? add --from chatgpt or --from claude)"
     with contextlib.suppress(OSError, UnicodeDecodeError), file.open(encoding="utf-8-sig") as f:
         if f.read(64).lstrip().startswith("["):
             return " (a chat export's conversations.json? add --from chatgpt or --from claude)"
@@ -144,21 +155,14 @@ def _import_history(api_url: str, key: str, file: Path, source: Source, as_json:
 
 
 def _read_history(file: Path, source: Source) -> History:
-    """The whole file, parsed and checked; a click error names the file and the problem."""
-    name = "ChatGPT" if source == "chatgpt" else "Claude"
+    """The whole export (its zip, or its conversations.json), parsed and checked; a click
+    error names the file and the problem."""
     try:
-        value = json.loads(file.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(
-            f"{file}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-            f"a {name} export's conversations.json is one JSON array"
-        ) from exc
-    except (OSError, UnicodeDecodeError, RecursionError) as exc:
-        raise click.ClickException(f"cannot read {file}: {type(exc).__name__}: {exc}") from exc
-    try:
-        return read_history(source, value)
+        return read_export(file, source)
     except MemoryRouterError as exc:
         raise click.ClickException(f"{file}: {exc.message}") from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {file}: {type(exc).__name__}: {exc}") from exc
 
 
 @click.command()
