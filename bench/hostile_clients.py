@@ -1,7 +1,8 @@
 """What hostile clients cost a running server: the resident memory of a real ``serve``
 process while connections without a memory key send a large body and stop just short of its
 end (the chat proxy's 32 MiB and REST's 1 MiB), and the CPU the chat proxy's stream reader
-spends on one long server-sent-event line.
+spends on one long server-sent-event line, and the memory it takes to relay a 300 MiB
+answer from a provider.
 
     python bench/hostile_clients.py [--connections 16] [--checkout PATH]
 
@@ -13,6 +14,7 @@ RSS before, at the peak while the connections are held, and after they close.
 from __future__ import annotations
 
 import argparse
+import http.server
 import os
 import socket
 import subprocess
@@ -37,12 +39,13 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def start(checkout: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+def start(checkout: Path, data_dir: Path, port: int, **settings: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "PYTHONPATH": str(checkout),
         "MEMORYROUTER_DATA_DIR": str(data_dir),
         "MEMORYROUTER_EMBEDDINGS": "none",
+        **settings,
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
@@ -119,6 +122,75 @@ def _free_port() -> int:
         return port
 
 
+class HugeAnswer(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-shaped upstream whose answer is ``SIZE`` bytes of JSON."""
+
+    SIZE = 300 * MIB
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        head = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"'
+        tail = b'"},"finish_reason":"stop"}]}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(self.SIZE))
+        self.end_headers()
+        self.wfile.write(head)
+        left = self.SIZE - len(head) - len(tail)
+        block = b"x" * MIB
+        while left > 0:
+            self.wfile.write(block[: min(left, MIB)])
+            left -= min(left, MIB)
+        self.wfile.write(tail)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def huge_answer(checkout: Path) -> tuple[float, float]:
+    """The server's RSS before and at the peak while it relays a 300 MiB answer."""
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HugeAnswer)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    port = _free_port()
+    base = f"http://127.0.0.1:{upstream.server_address[1]}/v1"
+    with tempfile.TemporaryDirectory() as data_dir:
+        proc = start(checkout, Path(data_dir), port, MEMORYROUTER_UPSTREAM_OPENAI_URL=base)
+        try:
+            time.sleep(1.0)
+            key = (Path(data_dir) / "first-run.key").read_text().strip()
+            before = rss_mib(proc.pid)
+            peak = [before]
+            done = threading.Event()
+
+            def sample() -> None:
+                while not done.is_set():
+                    peak[0] = max(peak[0], rss_mib(proc.pid))
+                    time.sleep(0.02)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+            with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+                sock.sendall(
+                    (
+                        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                        f"X-Memory-Key: {key}\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                    ).encode()
+                    + body
+                )
+                while sock.recv(MIB):
+                    pass
+            time.sleep(0.5)
+            done.set()
+            sampler.join()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            upstream.shutdown()
+    return before, peak[0]
+
+
 def stream_reader_cpu(checkout: Path) -> list[tuple[str, str]]:
     """CPU seconds to read one long SSE line in 4 KiB pieces, in a child of ``checkout``."""
     code = (
@@ -152,6 +224,13 @@ def main() -> None:
         rows.append([name, f"{before:.0f}", f"{peak:.0f}", f"{held:.0f}", f"{after:.0f}"])
     print(f"server {args.checkout}, {args.connections} connections without a key")
     print(table(["attack", "RSS before MiB", "peak", "held", "after close"], rows))
+    before, peak = huge_answer(args.checkout)
+    print(
+        table(
+            ["a 300 MiB answer relayed", "RSS before MiB", "peak"],
+            [["chat proxy", f"{before:.0f}", f"{peak:.0f}"]],
+        )
+    )
     cpu = stream_reader_cpu(args.checkout)
     print(table(["SSE line MiB (4 KiB pieces)", "reader CPU s"], [list(r) for r in cpu]))
 
