@@ -103,3 +103,14 @@ def scopes_for_key(read_only: bool, mode: str) -> frozenset[Scope]:
     if reads and writes:
         scopes.add("memories:reflect")
     return frozenset(scopes)
+
+
+# What a tool that needs each scope is, in the hints hosts gate calls by: (readOnlyHint,
+# destructiveHint). Only reading changes nothing; only deleting destroys (mcp/catalog.py
+# holds every tool to this).
+TOOL_HINTS: dict[Scope, tuple[bool, bool]] = {
+    "memories:read": (True, False),
+    "memories:write": (False, False),
+    "memories:reflect": (False, False),
+    "memories:delete": (False, True),
+}

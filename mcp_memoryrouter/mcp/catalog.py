@@ -6,6 +6,10 @@ with the copy a model reads; its vault binding comes in by injection (``binding.
 which is where its scope is enforced. The published schemas are outlines: input schemas
 without generated titles, output schemas one level deep, so the catalog a host loads every
 turn stays small.
+
+Every tool carries its title twice (``title`` and ``annotations.title``) and says explicitly
+whether it only reads and whether it destroys, as the hosts' directories require; both
+hints must agree with the tool's scope in ``scopes.yaml`` or the server does not start.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.request_state import RequestStateSecurity
 from mcp.types import ToolAnnotations
 
-from mcp_memoryrouter.auth.scopes import PolicyError
+from mcp_memoryrouter.auth.scopes import TOOL_HINTS, PolicyError, Scope
 from mcp_memoryrouter.mcp.binding import Binder, VaultBinding
 from mcp_memoryrouter.mcp.catalog_schema import input_outline, output_outline
 
@@ -38,6 +42,7 @@ WRITES_IDEMPOTENT = ToolAnnotations(
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
+MAX_NAME = 64  # Claude's connector directory refuses longer tool names
 
 
 @dataclass(frozen=True)
@@ -110,11 +115,12 @@ def _tool(spec: ToolSpec, binder: Binder) -> Tool:
     scope = binder.policy.for_tool(name)
     if scope is None:
         raise PolicyError(f"tool {name!r} has no entry in scopes.yaml")
+    _check_hints(name, scope, spec.annotations)
     tool = Tool.from_function(
         spec.fn,
         title=spec.title,
         description=spec.description,
-        annotations=spec.annotations,
+        annotations=spec.annotations.model_copy(update={"title": spec.title}),
         # the scope each tool needs, where ChatGPT reads it
         meta={"securitySchemes": [{"type": "oauth2", "scopes": [scope]}]},
     )
@@ -133,3 +139,19 @@ def _reader(spec: ResourceSpec, binder: Binder) -> Callable[[], Awaitable[str]]:
         return await spec.read(await binder.bind(scope))
 
     return read
+
+
+def _check_hints(name: str, scope: Scope, hints: ToolAnnotations) -> None:
+    """The tool's name fits the directories, and its hints are explicit and what its scope
+    implies (a host gates calls by them: ChatGPT asks before every call to a tool it takes
+    for a write)."""
+    if len(name) > MAX_NAME:
+        raise PolicyError(f"tool {name!r} has a name longer than {MAX_NAME} characters")
+    expected = TOOL_HINTS[scope]
+    if (hints.read_only_hint, hints.destructive_hint) != expected:
+        raise PolicyError(
+            f"tool {name!r} needs {scope} in scopes.yaml, so its readOnlyHint and "
+            f"destructiveHint must be {expected[0]} and {expected[1]}"
+        )
+    if hints.idempotent_hint is None or hints.open_world_hint is None:
+        raise PolicyError(f"tool {name!r} must say idempotentHint and openWorldHint")

@@ -4,10 +4,12 @@ once, and annotations that say exactly what each tool does."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
+from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.tokens import est_tokens
 from tests.mcp.conftest import McpServer
 
@@ -94,3 +96,24 @@ async def test_annotations_are_exact(embedded: McpServer) -> None:
     }
     assert found == ANNOTATIONS
     assert all(t["annotations"]["openWorldHint"] is False for t in tools)
+
+
+async def test_every_tool_has_a_title_and_says_whether_it_reads_and_whether_it_destroys(
+    embedded: McpServer,
+) -> None:
+    """What Claude's connector directory requires of every tool (a title, an explicit
+    readOnlyHint or destructiveHint, a name of at most 64 characters), and what ChatGPT reads
+    (a tool without readOnlyHint is a write it asks about on every call); the hints agree
+    with the tool's scope in scopes.yaml."""
+    policy = load_policy()
+    tools = await tools_list(embedded)
+    assert len(tools) == 12
+    for tool in tools:
+        name, hints = tool["name"], tool["annotations"]
+        assert re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name), name
+        assert tool["title"] and hints["title"] == tool["title"], name
+        for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
+            assert isinstance(hints.get(hint), bool), (name, hint)
+        scope = policy.for_tool(name)
+        assert hints["readOnlyHint"] is (scope == "memories:read"), name
+        assert hints["destructiveHint"] is (scope == "memories:delete"), name

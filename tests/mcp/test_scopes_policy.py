@@ -62,3 +62,23 @@ def test_an_unknown_scope_is_refused() -> None:
     )
     with pytest.raises(PolicyError, match="unknown scope"):
         parse_policy(text)
+
+
+@pytest.mark.parametrize(
+    ("entry", "moved"),
+    [
+        ("store_memory: memories:write", "store_memory: memories:read"),  # a write as a read
+        ("search: memories:read", "search: memories:write"),  # a read as a write
+        ("delete_memories: memories:delete", "delete_memories: memories:write"),  # not destructive
+        ("store_memory: memories:write", "store_memory: memories:delete"),  # destroys nothing
+    ],
+)
+def test_a_tool_whose_hints_disagree_with_its_scope_stops_the_server(
+    entry: str, moved: str
+) -> None:
+    """readOnlyHint is true exactly for the tools that need only memories:read, and
+    destructiveHint exactly for those that need memories:delete: hosts ask before a call by
+    these hints, so they may not say less than the scope does."""
+    text = (ROOT / "scopes.yaml").read_text().replace(entry, moved)
+    with pytest.raises(PolicyError, match=moved.split(":")[0]):
+        build_server(_binder(parse_policy(text)))
