@@ -50,8 +50,11 @@ class Budget:
 
 
 def shaped(payload: BaseModel) -> CallToolResult:
-    """The result of a tool: ``payload`` as structured content and as compact JSON text."""
-    structured = payload.model_dump(mode="json", by_alias=True)
+    """The result of a tool: ``payload`` as structured content and as compact JSON text. A
+    top-level field without a value is left out, as the published output schema, which names
+    no null, has it optional (``catalog_schema.py``)."""
+    dumped = payload.model_dump(mode="json", by_alias=True)
+    structured = {name: value for name, value in dumped.items() if value is not None}
     text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=structured

@@ -77,11 +77,9 @@ async def test_schemas_keep_what_a_model_needs_to_call_and_read_a_tool(
     assert set(entries["required"]) == {"text", "importance"}  # inlined, no dangling $ref
     assert "title" not in json.dumps(search)
     output = tools["inspect_memory"]["outputSchema"]
-    assert output["properties"]["sources"] == {
-        "type": ["array", "null"],
-        "items": {"type": "object"},
-    }
-    assert output["properties"]["next_offset"] == {"type": ["integer", "null"]}
+    assert output["properties"]["sources"] == {"type": "array", "items": {"type": "object"}}
+    assert output["properties"]["next_offset"] == {"type": "integer"}
+    assert "next_offset" not in output["required"]  # optional: left out when there is none
 
 
 async def test_annotations_are_exact(embedded: McpServer) -> None:
@@ -96,6 +94,49 @@ async def test_annotations_are_exact(embedded: McpServer) -> None:
     }
     assert found == ANNOTATIONS
     assert all(t["annotations"]["openWorldHint"] is False for t in tools)
+
+
+def nulls_and_type_arrays(node: object, path: str = "") -> list[str]:
+    """Where ``node`` (a JSON schema, walked whole) has a ``type`` array or names null."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if isinstance(kind, list) or kind == "null":
+            found.append(f"{path}.type = {kind!r}")
+        for key, value in node.items():
+            found += nulls_and_type_arrays(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            found += nulls_and_type_arrays(item, f"{path}[{i}]")
+    return found
+
+
+async def test_no_tool_schema_has_a_type_array_or_a_null_branch(embedded: McpServer) -> None:
+    """What the Inspector counts as schema portability warnings: none, in or out."""
+    found = [
+        f"{tool['name']}.{kind}{where}"
+        for tool in await tools_list(embedded)
+        for kind in ("inputSchema", "outputSchema")
+        for where in nulls_and_type_arrays(tool.get(kind, {}))
+    ]
+    assert found == []
+
+
+async def test_a_result_leaves_out_what_has_no_value_and_matches_its_schema(
+    embedded: McpServer,
+) -> None:
+    """The SDK's client checks every result against the tool's output schema: an empty
+    vault's status (no oldest, no newest) and a store without a suggestion pass it."""
+    async with embedded.client() as client:
+        status = await client.call_tool("memory_status", {})
+        stored = await client.call_tool("store_memory", {"content": "Schemas name no null."})
+    assert not status.is_error and not stored.is_error
+    assert isinstance(status.structured_content, dict)
+    assert "oldest" not in status.structured_content
+    assert "newest" not in status.structured_content
+    assert isinstance(stored.structured_content, dict)
+    assert "consolidation_suggestion" not in stored.structured_content
+    assert None not in status.structured_content.values()
 
 
 async def test_every_tool_has_a_title_and_says_whether_it_reads_and_whether_it_destroys(

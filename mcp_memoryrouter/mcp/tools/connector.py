@@ -31,7 +31,7 @@ class FetchedMemory(BaseModel):
     title: str
     text: str
     url: str
-    metadata: dict[str, str | int | None] | None
+    metadata: dict[str, str | int | None]
 
 
 def _url(memory_id: str) -> str:

@@ -42,8 +42,8 @@ class StatusOutput(BaseModel):
     total_memories: int
     total_tokens: int
     tiers: dict[str, schemas.TierStats]
-    oldest: str | None
-    newest: str | None
+    oldest: str | None = None  # an empty vault has neither
+    newest: str | None = None
     granted_scopes: list[str]
     reflection: schemas.Reflection
     consolidation_suggestion: str | None = None

@@ -59,7 +59,7 @@ class BatchMemory(BaseModel):
 
 
 class ConsolidateOutput(BaseModel):
-    batch_id: str | None
+    batch_id: str | None = None  # none when nothing waits (message says so)
     tier: int | None = None
     count: int
     memories: list[BatchMemory] = Field(default_factory=list)
