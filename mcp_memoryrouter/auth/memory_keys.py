@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp.server.auth.provider import AccessToken
 
-from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.claims import KEY_INFO_CLAIM, VAULT_KEY_CLAIM, VAULT_REF_CLAIM
 from mcp_memoryrouter.auth.scopes import scopes_for_key
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Forbidden, Unauthorized
@@ -48,5 +48,7 @@ class MemoryKeyVerifier:
             client_id="memory-key",
             scopes=sorted(scopes_for_key(info.read_only, info.mode)),
             subject=info.vault,
-            claims={VAULT_KEY_CLAIM: token, VAULT_REF_CLAIM: info.vault},
+            # KEY_INFO_CLAIM marks the token as a memory key, not an OAuth grant: a key cannot
+            # step up, so what it may not do is not offered to it (mcp/binding.py)
+            claims={VAULT_KEY_CLAIM: token, VAULT_REF_CLAIM: info.vault, KEY_INFO_CLAIM: info},
         )

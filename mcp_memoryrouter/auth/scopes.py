@@ -90,9 +90,10 @@ def load_policy(path: Path | None = None) -> ScopePolicy:
 
 def scopes_for_key(read_only: bool, mode: str) -> frozenset[Scope]:
     """What a memory key presented as a bearer token may do over MCP: exactly what the vault
-    lets it do, so a tool it cannot use is refused before dispatch (403 insufficient_scope),
-    as REST refuses it. Reading needs mode full or read; writing and deleting a key that is
-    not read-only, in mode full or write; consolidation (texts out, reflections in) both."""
+    lets it do, so a tool it cannot use is not listed to it and is refused before dispatch
+    (a tool error saying why: a key cannot step up), where REST refuses it. Reading needs
+    mode full or read; writing and deleting a key that is not read-only, in mode full or
+    write; consolidation (texts out, reflections in) both."""
     reads = mode in ("full", "read")
     writes = not read_only and mode in ("full", "write")
     scopes: set[Scope] = set()
@@ -113,4 +114,11 @@ TOOL_HINTS: dict[Scope, tuple[bool, bool]] = {
     "memories:write": (False, False),
     "memories:reflect": (False, False),
     "memories:delete": (False, True),
+}
+# What a call that needs each scope does, in the words of a refusal ("… so it cannot …")
+ABILITIES: dict[Scope, str] = {
+    "memories:read": "search or read memories",
+    "memories:write": "store memories",
+    "memories:reflect": "consolidate memories",
+    "memories:delete": "delete memories",
 }

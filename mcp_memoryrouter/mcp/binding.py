@@ -4,8 +4,12 @@ An authenticated HTTP request carries an access token whose claims name the memo
 the grant is bound to (never the client's own token). Without a token (stdio, or the
 unauthenticated local mode) the server's configured key is used, with the scopes that key
 allows. Every tool and resource is bound through :meth:`Binder.bind`, which refuses a call
-whose scope (from ``scopes.yaml``) was not granted: a tool error under stdio, an HTTP 403
-step-up challenge over HTTP (:func:`~mcp_memoryrouter.auth.resource.refuse_scope`).
+whose scope (from ``scopes.yaml``) was not granted. An OAuth grant is answered with an HTTP
+403 step-up challenge (:func:`~mcp_memoryrouter.auth.resource.refuse_scope`): its client can
+ask for the scope. A memory key (as the bearer token, or the server's own under stdio) cannot
+step up, so it is answered with a tool error saying what the key is and how to get one that
+may (:func:`key_refusal`), and the tools and resources it may not use are not listed to it
+(``catalog.py``).
 
 Tools receive their binding by injection (the SDK's ``Resolve``): a parameter typed
 :data:`Vault` is filled by :func:`bind_call` before the tool body runs.
@@ -21,12 +25,26 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
 
-from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.claims import KEY_INFO_CLAIM, VAULT_KEY_CLAIM, VAULT_REF_CLAIM
 from mcp_memoryrouter.auth.resource import refuse_scope
-from mcp_memoryrouter.auth.scopes import ALL_SCOPES, Scope, ScopePolicy, scopes_for_key
+from mcp_memoryrouter.auth.scopes import (
+    ABILITIES,
+    ALL_SCOPES,
+    TOOL_HINTS,
+    Scope,
+    ScopePolicy,
+    scopes_for_key,
+)
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.schemas import KeyInfo
+
+_MODE: dict[str, str] = {
+    "read": "retrieves but never stores",
+    "write": "stores but never retrieves",
+    "off": "neither retrieves nor stores",
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +58,13 @@ class VaultBinding:
     budget: Budget
     # what a checkout's contract costs at each source tier, as the last checkout measured it
     contract_tokens: dict[int, int] = field(default_factory=dict)
+    # what the memory key acting may do; None when the call comes with an OAuth grant
+    key: KeyInfo | None = None
+
+
+class KeyRefused(ToolError):
+    """Raised when a memory key may not make the call: it cannot step up, so this says why
+    and what to use instead."""
 
 
 class Binder:
@@ -62,10 +87,22 @@ class Binder:
     async def bind(self, needed: Scope) -> VaultBinding:
         """The current call's binding, when it was granted ``needed``."""
         binding = await self._current()
-        if needed not in binding.scopes:
-            refuse_scope(needed)
-            raise ToolError(f"insufficient_scope: this call needs the {needed} scope")
-        return binding
+        if needed in binding.scopes:
+            return binding
+        if binding.key is not None:
+            raise KeyRefused(key_refusal(binding.key, needed))
+        refuse_scope(needed)  # an OAuth grant: its client may ask for the scope (step-up)
+        raise ToolError(f"insufficient_scope: this call needs the {needed} scope")
+
+    async def key_scopes(self) -> frozenset[Scope] | None:
+        """What the memory key behind the current request may do; None when the request
+        comes with an OAuth grant (offered everything: it may step up), or when no binding
+        can be made now (a call then says why)."""
+        try:
+            binding = await self._current()
+        except ToolError:
+            return None
+        return None if binding.key is None else binding.scopes
 
     async def _current(self) -> VaultBinding:
         token = get_access_token()
@@ -76,7 +113,9 @@ class Binder:
                 raise ToolError("this access token is not bound to a vault")
             scopes = frozenset(s for s in token.scopes if s in ALL_SCOPES)
             ref = str(claims.get(VAULT_REF_CLAIM, ""))
-            return self._binding(self._client.with_key(key), scopes, ref)
+            info = claims.get(KEY_INFO_CLAIM)
+            held = info if isinstance(info, KeyInfo) else None
+            return self._binding(self._client.with_key(key), scopes, ref, held)
         if self._default_key is None:
             raise ToolError("not authenticated: send a bearer token")
         if self._default is None:
@@ -84,12 +123,32 @@ class Binder:
             async with backend_errors():
                 info = await vault.key_info()
             self._default = self._binding(
-                vault, scopes_for_key(info.read_only, info.mode), info.vault
+                vault, scopes_for_key(info.read_only, info.mode), info.vault, info
             )
         return self._default
 
-    def _binding(self, vault: VaultClient, scopes: frozenset[Scope], ref: str) -> VaultBinding:
-        return VaultBinding(vault, scopes, ref, self.budget, self._contract_tokens)
+    def _binding(
+        self, vault: VaultClient, scopes: frozenset[Scope], ref: str, key: KeyInfo | None
+    ) -> VaultBinding:
+        return VaultBinding(vault, scopes, ref, self.budget, self._contract_tokens, key)
+
+
+def key_refusal(key: KeyInfo, needed: Scope) -> str:
+    """Why a memory key may not make a call that needs ``needed``, and what to use instead."""
+    what = ABILITIES[needed]
+    reads_only = TOOL_HINTS[needed][0]
+    if key.read_only and not reads_only:
+        return (
+            f"insufficient_scope: this memory key is read-only, so it cannot {what}. "
+            "Connect with a read-write key of this vault instead: make one with "
+            f"`mcp-memoryrouter keys create --vault {key.vault}` where the server's data "
+            "lives, or POST /v1/keys with a read-write key (docs/keys.md)."
+        )
+    return (
+        f"insufficient_scope: this memory key is sent with :{key.mode}, which "
+        f"{_MODE.get(key.mode, 'narrows what it does')}, so it cannot {what}. "
+        f"Send the key without :{key.mode} to {what}."
+    )
 
 
 async def bind_call(ctx: Context[Any, Any]) -> VaultBinding:

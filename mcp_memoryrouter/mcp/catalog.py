@@ -9,7 +9,9 @@ turn stays small.
 
 Every tool carries its title twice (``title`` and ``annotations.title``) and says explicitly
 whether it only reads and whether it destroys, as the hosts' directories require; both
-hints must agree with the tool's scope in ``scopes.yaml`` or the server does not start.
+hints must agree with the tool's scope in ``scopes.yaml`` or the server does not start. A
+memory key is listed only the tools and resources it may use (a key cannot step up; an
+OAuth grant is listed everything, and steps up when a call needs more).
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.server import MCPServer
+from mcp.server import MCPServer, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.request_state import RequestStateSecurity
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_REQUEST, ToolAnnotations
 
 from mcp_memoryrouter.auth.scopes import TOOL_HINTS, PolicyError, Scope
 from mcp_memoryrouter.mcp.binding import Binder, VaultBinding
@@ -43,6 +48,11 @@ DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 MAX_NAME = 64  # Claude's connector directory refuses longer tool names
+# the lists a memory key is shown only what it may use of: method -> (field, what names one)
+_LISTS: dict[str, tuple[str, str]] = {
+    "tools/list": ("tools", "name"),
+    "resources/list": ("resources", "uri"),
+}
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,7 @@ def build_server(
         if request_state_key is None
         else RequestStateSecurity(keys=[request_state_key]),
     )
+    server.middleware.append(_ListedForTheKey(binder))
     for spec in readers:
         server.resource(
             spec.uri,
@@ -136,7 +147,11 @@ def _reader(spec: ResourceSpec, binder: Binder) -> Callable[[], Awaitable[str]]:
         raise PolicyError(f"resource {spec.uri!r} has no entry in scopes.yaml")
 
     async def read() -> str:
-        return await spec.read(await binder.bind(scope))
+        try:
+            binding = await binder.bind(scope)
+        except ToolError as exc:  # a refusal, said as the protocol's error (not a 500)
+            raise MCPError(INVALID_REQUEST, str(exc)) from exc
+        return await spec.read(binding)
 
     return read
 
@@ -155,3 +170,29 @@ def _check_hints(name: str, scope: Scope, hints: ToolAnnotations) -> None:
         )
     if hints.idempotent_hint is None or hints.open_world_hint is None:
         raise PolicyError(f"tool {name!r} must say idempotentHint and openWorldHint")
+
+
+class _ListedForTheKey:
+    """Server middleware: ``tools/list`` and ``resources/list`` show a memory key only what
+    it may use (the rest would answer it a refusal); an OAuth grant sees the whole catalog,
+    since a call that needs more asks for it (the 403 step-up). The answers vary with the
+    caller, as the SDK's default ``cacheScope: private`` allows."""
+
+    def __init__(self, binder: Binder) -> None:
+        self._binder = binder
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        listed = _LISTS.get(ctx.method)
+        if listed is None or not isinstance(result, dict):
+            return result
+        allowed = await self._binder.key_scopes()
+        if allowed is None:
+            return result
+        field, ident = listed
+        policy = self._binder.policy
+        needs = policy.for_tool if field == "tools" else policy.for_resource
+        items = [item for item in result.get(field, []) if needs(str(item[ident])) in allowed]
+        return {**result, field: items}

@@ -41,6 +41,7 @@ def text_of(result: CallToolResult) -> str:
 def test_a_key_is_refused_before_dispatch_exactly_where_rest_answers_403(
     embedded: McpServer, suffix: str, tool: str, arguments: dict[str, object], scope: str
 ) -> None:
+    """A memory key cannot step up, so MCP refuses it with a tool error, not a challenge."""
     key = embedded.new_key(read_only=True) + suffix
     rest = embedded.url.removesuffix("/mcp")
     paths = {
@@ -53,15 +54,19 @@ def test_a_key_is_refused_before_dispatch_exactly_where_rest_answers_403(
     by_rest = httpx2.post(rest + path, json=body, headers={"Authorization": f"Bearer {key}"})
     assert by_rest.status_code == 403
     response = post(embedded, call(tool, arguments), key=key)
-    assert response.status_code == 403
-    challenge = response.headers["www-authenticate"]
-    assert 'error="insufficient_scope"' in challenge and f'scope="{scope}"' in challenge
+    assert response.status_code == 200 and "www-authenticate" not in response.headers
+    assert key.split(":")[0] not in response.text  # names the vault, never the key
+    result = response.json()["result"]
+    assert result["isError"] and result["content"][0]["text"].partition(": ")[2].startswith(
+        "insufficient_scope: "
+    )
+    assert load_policy().for_tool(tool) == scope
 
 
 def test_a_read_only_key_in_write_mode_may_still_list_the_tools(embedded: McpServer) -> None:
     key = embedded.new_key(read_only=True) + ":write"
     listed = post(embedded, rpc("tools/list"), key=key)
-    assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 12
+    assert listed.status_code == 200 and listed.json()["result"]["tools"] == []  # it may call none
 
 
 @asynccontextmanager
