@@ -112,9 +112,21 @@ def test_calls_chained_by_their_answers_stay_within_the_schema(tmp_path: Path) -
 
 def test_the_run_uses_every_check_and_both_kinds_of_data(api_schema: BaseSchema) -> None:
     names = {check.__name__ for check in CHECKS}
-    assert names >= {"positive_data_acceptance", "negative_data_rejection", "unsupported_method"}
+    assert names >= {
+        "positive_data_acceptance",
+        "negative_data_rejection",
+        "unsupported_method",
+        "missing_required_header",
+        "ignored_auth",  # it probes without a key and with a wrong one: the schemes say where
+        "use_after_free",
+        "ensure_resource_availability",
+    }
     assert len(names) == len(checks.CHECKS.get_all_names())
     assert set(api_schema.config.generation.modes) == set(schemathesis.GenerationMode)
+    # the coverage phase is where unsupported methods and missing headers are tried
+    phases = api_schema.config.phases_for(operation=None)
+    assert phases.examples.enabled and phases.coverage.enabled and phases.fuzzing.enabled
+    assert "securitySchemes" in api_schema.raw_schema["components"]
 
 
 ENVELOPE_STATUSES = {"400", "401", "403", "404", "405", "409", "413", "429", "503"}

@@ -130,6 +130,25 @@ def test_the_timeline_bucket_is_one_of_the_sizes_the_server_accepts(vault: Vault
         assert response.status_code == 200, response.text
 
 
+def test_every_route_but_health_asks_for_a_key_in_any_of_its_three_headers(vault: Vault) -> None:
+    described = document(vault)
+    assert described["components"]["securitySchemes"] == {
+        "memoryKey": {"type": "apiKey", "in": "header", "name": "X-Memory-Key"},
+        "bearer": {"type": "http", "scheme": "bearer"},
+        "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+    }
+    any_key: list[dict[str, list[str]]] = [{"memoryKey": []}, {"bearer": []}, {"apiKey": []}]
+    for path, item in described["paths"].items():
+        for method, operation in item.items():
+            if path == "/healthz":
+                assert "security" not in operation
+                continue
+            assert operation["security"] == any_key, (method, path)
+            # and the route refuses a request without one
+            response = vault.http.request(method, path.replace("{key_id}", "key_x"))
+            assert response.status_code == 401, (method, path, response.text)
+
+
 def test_headers_are_strings_and_a_key_header_holds_one_value(vault: Vault) -> None:
     for name in ("X-Memory-Key", "Authorization", "x-api-key", "X-Session-ID"):
         schema = header(vault, "/v1/memory/search", name)

@@ -12,6 +12,7 @@ server does not refuse: a window whose ``from`` is after its ``to`` is an empty 
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -33,6 +34,14 @@ EMBEDDING_HEADER = "X-Embedding-Model"
 # presented.KEY_HEADERS: one value each, never a comma-joined list
 _KEY_HEADERS = ("x-memory-key", "authorization", "x-api-key")
 _ONE_VALUE: Constraint = {"pattern": "^[^,]*$"}
+# presented.KEY_HEADERS as security schemes, in the order they are read: a route that takes
+# a key refuses a request without a valid one (401), whichever of the three carries it. The
+# header parameters stay too: they carry the one-value rule, which a scheme cannot.
+_SCHEMES: dict[str, Constraint] = {
+    "memoryKey": {"type": "apiKey", "in": "header", "name": "X-Memory-Key"},
+    "bearer": {"type": "http", "scheme": "bearer"},
+    "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+}
 # Routes whose embedding choice is checked (checkout and import take none).
 _EMBEDDING_BODIES = (
     "IngestRequest",
@@ -130,6 +139,7 @@ def add_server_rules(document: Document, embedder_names: Sequence[str]) -> None:
         schemas[name]["additionalProperties"] = False
     _constrain(schemas["KeyCreateRequest"]["properties"]["name"], _showable())
     _add_parameter_rules(document, models)
+    _add_security(document)
 
 
 @functools.cache
@@ -150,6 +160,15 @@ def _showable() -> Constraint:
 
 def _spell(code: int) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+
+def _add_security(document: Document) -> None:
+    document.setdefault("components", {})["securitySchemes"] = copy.deepcopy(_SCHEMES)
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            headers = {p["name"].lower() for p in operation.get("parameters", [])}
+            if headers >= set(_KEY_HEADERS):
+                operation["security"] = [{name: []} for name in _SCHEMES]
 
 
 def _add_parameter_rules(document: Document, models: Constraint) -> None:
