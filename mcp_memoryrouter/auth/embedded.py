@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
+from mcp_memoryrouter.auth.document import STYLESHEET_PATH
 from mcp_memoryrouter.auth.keyring import KeyRing
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
 from mcp_memoryrouter.auth.pages import (
@@ -28,6 +29,7 @@ from mcp_memoryrouter.auth.pages import (
     OIDC_START_PATH,
     IdentityProvider,
     Pages,
+    stylesheet,
 )
 from mcp_memoryrouter.auth.provider import (
     SIGN_IN_PATH,
@@ -164,6 +166,7 @@ def build_embedded(
         Route(CONSENT_PATH, endpoint=pages.same_site(pages.consent_post), methods=["POST"]),
     ]
     routes = throttled(routes, Throttle(limits, lambda: int(clock() * 1000)))
+    routes.append(Route(STYLESHEET_PATH, endpoint=stylesheet, methods=["GET"]))  # not limited
     return EmbeddedAuthServer(
         issuer, provider, verifier, signer, store, routes, http, tuple(identity_providers), pages
     )

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from html import escape
-from typing import TypeVar, cast
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
@@ -31,8 +31,11 @@ from mcp_memoryrouter.auth.browser import (
     Cookies,
     foreign_origin,
 )
+from mcp_memoryrouter.auth.consent import answers, asked, news
 from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.display import return_host, shown, visible
+from mcp_memoryrouter.auth.document import PRODUCT, STYLESHEET_PATH, document
+from mcp_memoryrouter.auth.document import stylesheet as stylesheet_bytes
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcRefused, admitted
 from mcp_memoryrouter.auth.provider import (
@@ -41,7 +44,7 @@ from mcp_memoryrouter.auth.provider import (
     SIGN_IN_PATH,
     EmbeddedProvider,
 )
-from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, Scope, scopes_for_key
+from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
 from mcp_memoryrouter.auth.sealing import SealedElsewhere
 from mcp_memoryrouter.auth.store import (
     IdentityRow,
@@ -105,9 +108,10 @@ class ExplorerIdentity:
 
 
 SECURITY_HEADERS = {
-    # No form-action: browsers apply it to the redirect to the client's callback as well.
+    # The explorer's stylesheet from this server, nothing inline, no script at all. No
+    # form-action: browsers apply it to the redirect to the client's callback as well.
     "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Frame-Options": "DENY",
     # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
@@ -117,33 +121,39 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
 }
-STYLE = """
-body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;
-line-height:1.5;color:#1a1a1a}
-label{display:block;margin:.5rem 0}input[type=password]{width:100%;padding:.5rem;font-size:1rem}
-button{padding:.5rem 1rem;font-size:1rem;margin:1rem .5rem 0 0}
-.error{color:#a00000;font-weight:600}.note{color:#555;font-size:.9rem}
-fieldset{border:1px solid #ccc;padding:.5rem 1rem}
-"""
 KEY_ORIGIN = (
     "A memory key is shown once, when its vault is created (<code>mcp-memoryrouter keys "
     "create</code>); whoever holds a key of the vault can make more. It starts with "
     "<code>mk_</code>."
 )
+ASSET_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+STYLESHEET = stylesheet_bytes()
 UNREACHABLE = "The vault could not be reached. Try again."
 CONNECT_AGAIN = "Nothing was shared with the app. Start connecting again from your app."
 EXPLORER_AGAIN = "Sign in again from the explorer."
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    document = (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
-        f"<body><main><h1>{escape(title)}</h1>{body}</main></body></html>"
+def page(title: str, body: str, status: int = 200, server: str = PRODUCT) -> HTMLResponse:
+    """A page in the explorer's look, naming the product and ``server`` (text)."""
+    header = (
+        f'<header class="top"><p class="brand">{PRODUCT}</p>'
+        f'<p class="who">{escape(server)}</p></header>'
     )
-    return HTMLResponse(document, status_code=status, headers=SECURITY_HEADERS)
+    html = document(
+        title,
+        body,
+        site=PRODUCT,
+        stylesheet_url=STYLESHEET_PATH,
+        header=header,
+        main_class="narrow",
+    )
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+async def stylesheet(_: Request) -> Response:
+    """The explorer's stylesheet, for the pages (served when the explorer is off too)."""
+    return Response(STYLESHEET, media_type="text/css; charset=utf-8", headers=ASSET_HEADERS)
 
 
 def error_text(message: str | None) -> str:
@@ -194,8 +204,12 @@ class Pages:
         self._store = provider.store
         self._vault = vault
         self._descriptions = descriptions
+        self._server_name = server_name
         self._server = escape(server_name)
         self._cookies = Cookies.for_issuer(provider.issuer)
+
+    def _page(self, title: str, body: str, status: int = 200) -> Response:
+        return page(title, body, status, self._server_name)
 
     # /authorize ---------------------------------------------------------------------------
 
@@ -223,7 +237,7 @@ class Pages:
         except (ValueError, AttributeError):
             reason = ""
         said = shown(reason) if reason else "The app asked for something this server cannot grant."
-        return page(
+        return self._page(
             "This connection link is not valid",
             f"<p>{said}</p>"
             "<p>Nothing was shared. Go back to the app and connect again; if this keeps "
@@ -275,7 +289,7 @@ class Pages:
         return out
 
     def _expired(self) -> Response:
-        return page(
+        return self._page(
             "This sign-in has expired",
             "<p>Start connecting again from your app.</p>",
             status=400,
@@ -340,11 +354,11 @@ class Pages:
             body = (
                 f"<p>{client_words(pending)} wants to use your memory vault on "
                 f"<strong>{self._server}</strong>.</p>"
-                f"{error_text(message)}{buttons}"
+                f'{error_text(message)}<div class="card">{buttons}'
                 '<p class="note">The first time, a memory vault of your own is made for you. '
-                f"This browser stays signed in for {SESSION_SECONDS // 86_400} days.</p>"
+                f"This browser stays signed in for {SESSION_SECONDS // 86_400} days.</p></div>"
             )
-            return page("Sign in", body, 200 if message is None else 400)
+            return self._page("Sign in", body, 200 if message is None else 400)
         body = (
             f"<p>{client_words(pending)} wants to use your memory vault on "
             f"<strong>{self._server}</strong>.</p>"
@@ -352,7 +366,7 @@ class Pages:
             "server, and never shown again; this browser stays signed in for "
             f"{SESSION_SECONDS // 86_400} days, until you revoke the key.</p>"
             f"{error_text(message)}"
-            f'<form method="post" action="{SIGN_IN_PATH}">'
+            f'<form method="post" action="{SIGN_IN_PATH}" class="card">'
             f"{hidden(pending)}"
             '<label for="memory_key">Memory key</label>'
             '<input id="memory_key" name="memory_key" type="password" autocomplete="off" '
@@ -360,7 +374,7 @@ class Pages:
             f'<p id="key-note" class="note">{KEY_ORIGIN}</p>'
             '<button type="submit">Continue</button></form>'
         )
-        return page("Sign in", body, 200 if message is None else 400)
+        return self._page("Sign in", body, 200 if message is None else 400)
 
     async def sign_in_post(self, request: Request) -> Response:
         pending, fields = await self._form(request)
@@ -415,7 +429,7 @@ class Pages:
         state, now = query.get("state", ""), self._provider.clock()
         idp = self._idps.get(state.partition(".")[0])
         if idp is None:
-            return page(
+            return self._page(
                 "This sign-in cannot be finished",
                 "<p>It did not come from an identity provider this server signs people in "
                 "with. Nothing was shared. Start again from your app or the explorer.</p>",
@@ -426,7 +440,7 @@ class Pages:
             return await self._explorer_callback(request, idp, login)
         pending = await self._pending(request)
         if login is None or pending is None or pending.id != login.request_id:
-            return page(
+            return self._page(
                 "This sign-in cannot be finished",
                 "<p>It expired, was already used, or was started in another browser. Nothing "
                 "was shared. Start connecting again from your app.</p>",
@@ -502,7 +516,7 @@ class Pages:
         binding, _, next_path = login.request_id.removeprefix(EXPLORER_LOGIN).partition("\n")
         secret = request.cookies.get(EXPLORER_LOGIN_COOKIE) or ""
         if self.explorer_signed_in is None or not hmac.compare_digest(digest(secret), binding):
-            return page(
+            return self._page(
                 "This sign-in cannot be finished",
                 "<p>It was started in another browser, or this server no longer serves the "
                 "explorer. Sign in again from the explorer.</p>",
@@ -551,7 +565,7 @@ class Pages:
         return known.sealed_key, await key_info_or_none(self._vault, key)
 
     def _refusal(self, reason: str, status: int, again: str) -> Response:
-        return page("Sign-in refused", f"{error_text(reason)}<p>{again}</p>", status=status)
+        return self._page("Sign-in refused", f"{error_text(reason)}<p>{again}</p>", status=status)
 
     # consent ------------------------------------------------------------------------------
 
@@ -561,42 +575,34 @@ class Pages:
             return self._expired()
         if pending.sealed_key is None:
             return RedirectResponse(SIGN_IN_PATH, status_code=303)
-        return self._consent_page(pending)
+        return await self._consent_page(pending)
 
-    def _consent_page(self, pending: PendingRequest, message: str | None = None) -> Response:
-        returns_to = shown(return_host(pending.params["redirect_uri"]))
-        boxes = "".join(self._checkbox(pending, scope) for scope in pending.params["scopes"])
-        body = (
-            f"<p>{client_words(pending)} asks for access to your memory vault "
-            f"<code>{escape(pending.vault_ref or '')}</code> on "
+    async def _consent_page(self, pending: PendingRequest, message: str | None = None) -> Response:
+        """What the app asks for, in words, every scope it asked for ticked; at a step-up
+        (this app holds a grant in this vault already) what it asks for anew is named."""
+        before = await self._db(
+            partial(self._store.granted, pending.client_id, pending.vault_ref or "")
+        )
+        scopes = asked(pending.params["scopes"], pending.allowed, before, self._descriptions)
+        step_up = any(one.new for one in scopes)
+        vault = f"<code>{escape(pending.vault_ref or '')}</code>"
+        lead = (
+            f"<p>It is connected to your memory vault {vault} on "
+            f"<strong>{self._server}</strong> already; what you allowed before stays ticked.</p>"
+            if step_up
+            else f"<p>{client_words(pending)} wants to use your memory vault {vault} on "
             f"<strong>{self._server}</strong>.</p>"
-            f"<p>After you choose you return to <strong>{returns_to}</strong>.</p>"
-            f'<p class="note">Client id: <code>{shown(pending.client_id)}</code></p>'
-            f"{error_text(message)}"
-            f'<form method="post" action="{CONSENT_PATH}">{hidden(pending)}'
-            f"<fieldset><legend>Allow this app to</legend>{boxes}</fieldset>"
-            '<button type="submit" name="decision" value="allow">Allow</button>'
-            '<button type="submit" name="decision" value="deny">Deny</button>'
-            '<button type="submit" name="decision" value="switch">Use another memory key'
-            "</button></form>"
         )
-        return page("Allow access?", body, 200 if message is None else 400)
-
-    def _checkbox(self, pending: PendingRequest, scope: str) -> str:
-        described = escape(self._descriptions.get(cast(Scope, scope), scope))
-        ident = "scope-" + scope.replace(":", "-")
-        if scope not in pending.allowed:
-            return (
-                f'<label for="{ident}"><input type="checkbox" id="{ident}" disabled> '
-                f"<code>{escape(scope)}</code>: {described} "
-                '<span class="note">(not possible with this key)</span></label>'
-            )
-        # Deleting is offered, never pre-ticked: ordinary use does not need it.
-        ticked = " checked" if scope in FIRST_CONNECTION_SCOPES else ""
-        return (
-            f'<label for="{ident}"><input type="checkbox" id="{ident}" name="scope" '
-            f'value="{escape(scope)}"{ticked}> <code>{escape(scope)}</code>: {described}</label>'
+        form = answers(
+            CONSENT_PATH,
+            pending.csrf,
+            scopes,
+            shown(return_host(pending.params["redirect_uri"])),
+            shown(pending.client_id),
         )
+        body = f"{news(client_words(pending), scopes)}{lead}{error_text(message)}{form}"
+        title = "Allow more access?" if step_up else "Allow access?"
+        return self._page(title, body, 200 if message is None else 400)
 
     async def consent_post(self, request: Request) -> Response:
         pending, fields = await self._form(request)
@@ -611,10 +617,10 @@ class Pages:
         # Only what was requested, ticked, and the key may grant (never an escalation).
         chosen = [s for s in pending.params["scopes"] if s in ticked and s in pending.allowed]
         if not chosen:
-            return self._consent_page(pending, "Tick at least one permission, or deny.")
+            return await self._consent_page(pending, "Tick at least one permission, or deny.")
         info = await self._check(self._provider.unseal(pending.sealed_key))
         if isinstance(info, MemoryRouterError):
-            return self._consent_page(pending, UNREACHABLE)
+            return await self._consent_page(pending, UNREACHABLE)
         if info is None or info.vault != pending.vault_ref:
             response = self._sign_in_page(
                 await self._switched(request, pending),

@@ -23,6 +23,14 @@ ALL_SCOPES: tuple[Scope, ...] = (
 # metadata, an authorization request naming no scope): ordinary use. memories:delete is asked
 # for when a tool needs it, through the 403 insufficient_scope step-up.
 FIRST_CONNECTION_SCOPES: tuple[Scope, ...] = ("memories:read", "memories:write", "memories:reflect")
+# What the consent page calls each scope, in words a person reads as "this app may …" and
+# "… now asks to …"; scopes.yaml's description says the detail beneath.
+SCOPE_WORDS: dict[Scope, str] = {
+    "memories:read": "Read your memories",
+    "memories:write": "Store new memories",
+    "memories:reflect": "Consolidate your memories into reflections",
+    "memories:delete": "Delete memories",
+}
 
 
 class PolicyError(StartupError):

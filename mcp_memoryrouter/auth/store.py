@@ -296,6 +296,16 @@ class AuthStore:
         row = self._one("SELECT * FROM {p}grants WHERE id = ?", grant_id)
         return None if row is None else _grant(row)
 
+    def granted(self, client_id: str, vault_ref: str) -> set[str]:
+        """Every scope a grant not revoked gives ``client_id`` in ``vault_ref``: what the
+        person allowed this app before (a step-up asks for more)."""
+        rows = self._db.all(
+            "SELECT scopes FROM {p}grants WHERE client_id = ? AND vault_ref = ? AND revoked = 0",
+            client_id,
+            vault_ref,
+        )
+        return {scope for row in rows for scope in str(row["scopes"]).split()}
+
     def revoke_grant(self, grant_id: str) -> None:
         """Revoke a grant and with it every token issued from it (the refresh-token family)."""
         self._run("UPDATE {p}grants SET revoked = 1 WHERE id = ?", grant_id)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from html import escape
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import host_allowed, send_bytes
 from mcp_memoryrouter.auth.browser import foreign_origin
+from mcp_memoryrouter.auth.document import document
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +38,6 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
     "cross-origin-opener-policy": "same-origin",
 }
-_PAGE = (
-    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-    '<link rel="stylesheet" href="/ui/static/explorer.css"></head><body><main id="main">'
-    '<h1>{title}</h1><p class="error" role="alert">{message}</p></main></body></html>'
-)
 
 
 class Shell:
@@ -102,7 +99,11 @@ class Shell:
 
 
 async def _refuse(send: Send, status: int, title: str, message: str) -> None:
-    body = _PAGE.format(title=title, message=message).encode()
+    content = f'<p class="error" role="alert">{escape(message)}</p>'
+    page = document(
+        title, content, site="Memory explorer", stylesheet_url="/ui/static/explorer.css"
+    )
+    body = page.encode()
     headers = [(b"content-type", b"text/html; charset=utf-8")]
     headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
     await send_bytes(send, status, body, headers)

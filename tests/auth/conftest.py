@@ -107,7 +107,8 @@ def oauth_server(tmp_path: Path) -> Iterator[OAuthServer]:
 
 
 class FormReader(HTMLParser):
-    """The hidden fields, scope checkboxes (and which are ticked) and inputs of a page's form."""
+    """The hidden fields, scope checkboxes (and which are ticked, and which are marked as a new
+    request) and inputs of a page's form."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -116,11 +117,17 @@ class FormReader(HTMLParser):
         self.ticked: list[str] = []
         self.disabled: list[str] = []
         self.inputs: list[str] = []  # the names of every input
+        self.new: list[str] = []  # the checkboxes (value, or id when disabled) marked new
+        self._in_new = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
+        if tag == "li":
+            self._in_new = "new" in (a.get("class") or "").split()
         if tag != "input":
             return
+        if self._in_new and a.get("type") == "checkbox":
+            self.new.append(str(a.get("value") or a.get("id")))
         self.inputs.append(str(a.get("name")))
         if a.get("type") == "hidden" and a.get("name"):
             self.fields[str(a["name"])] = a.get("value") or ""
@@ -142,13 +149,15 @@ def read_form(html: str) -> FormReader:
 @dataclass
 class Browser:
     """Follows the authorization server's pages with one cookie jar, like a browser: signs
-    in when asked for the key, then ticks every scope offered except ``untick``."""
+    in when asked for the key, then answers with the scopes the page ticked except
+    ``untick`` (a person who clicks Allow as the page stands)."""
 
     key: str
     untick: set[str] = field(default_factory=set)
     decision: str = "allow"
     http: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=30))
     consent_scopes: list[str] = field(default_factory=list)  # what the last consent offered
+    consents: list[str] = field(default_factory=list)  # every consent page's HTML
     sign_ins: int = 0  # how many times the key was asked for and typed
     visited: list[str] = field(default_factory=list)  # every URL this browser requested
 
@@ -175,9 +184,10 @@ class Browser:
         assert self.key not in consent.text  # the key is never echoed
         form = read_form(consent.text)
         self.consent_scopes = form.scopes
+        self.consents.append(consent.text)
         data: dict[str, str | list[str]] = {
             **form.fields,
-            "scope": [s for s in form.scopes if s not in self.untick],
+            "scope": [s for s in form.ticked if s not in self.untick],
             "decision": self.decision,
         }
         done = await self.post(str(consent.url), data)

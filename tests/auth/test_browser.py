@@ -1,5 +1,5 @@
-"""A real browser (Debian's chromium driven by Playwright) signs in, leaves the consent page's
-unticked delete scope alone, and the token it gets lacks that scope. Skipped only where
+"""A real browser (Debian's chromium driven by Playwright) signs in, unticks the delete scope
+the app asked for on the consent page, and the token it gets lacks that scope. Skipped only where
 /usr/bin/chromium is absent; `.ci/run` installs it."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-def test_a_browser_signs_in_leaves_delete_unticked_and_the_token_lacks_it(
+def test_a_browser_signs_in_unticks_delete_and_the_token_lacks_it(
     oauth_server: OAuthServer, browser: Browser
 ) -> None:
     client_id = register(oauth_server)
@@ -51,12 +51,14 @@ def test_a_browser_signs_in_leaves_delete_unticked_and_the_token_lacks_it(
     page = browser.new_page()
     page.route(REDIRECT_URI.rsplit("/", 1)[0] + "/**", callback)
     page.goto(url)
-    assert page.title() == "Sign in"
+    assert page.title() == "Sign in · MemoryRouter"
     page.get_by_label("Memory key").fill(oauth_server.key)
     page.get_by_role("button", name="Continue").click()
     page.wait_for_url("**/oauth/consent")
-    assert page.get_by_role("checkbox", name="memories:write").is_checked()
-    assert not page.get_by_role("checkbox", name="memories:delete").is_checked()
+    assert page.get_by_role("checkbox", name="Store new memories").is_checked()
+    delete = page.get_by_role("checkbox", name="Delete memories")
+    assert delete.is_checked()  # what the app asked for is ticked
+    delete.uncheck()  # the person refuses it
     page.get_by_role("button", name="Allow").click()
     page.wait_for_url(REDIRECT_URI + "?**")
     page.close()

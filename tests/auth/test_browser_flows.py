@@ -1,7 +1,8 @@
 """Whole connections with Debian's chromium as the user's browser: the MCP SDK's OAuth client
 (what claude.ai does) signing in once for ordinary use and stepping up to delete with consent
-only, and a Claude Code-style client (a client ID metadata document, a loopback redirect on a
-port chosen at connection time). Skipped only where /usr/bin/chromium is absent."""
+only, the person clicking Allow on each page as it stands; and a Claude Code-style client (a
+client ID metadata document, a loopback redirect on a port chosen at connection time).
+Skipped only where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ async def chromium() -> AsyncIterator[Browser]:
 
 
 class Person:
-    """Someone at the browser: types the key when asked, ticks what the app asks for."""
+    """Someone at the browser: types the key when asked, clicks Allow on the consent page as
+    it stands (what the app asked for is ticked)."""
 
     def __init__(self, context: BrowserContext, key: str, callback_prefix: str) -> None:
         self.context = context
@@ -55,6 +57,7 @@ class Person:
         self.callback_prefix = callback_prefix
         self.key_fields_seen = 0
         self.ticked_by_default: list[list[str]] = []
+        self.marked_new: list[list[str]] = []  # the scopes each consent marked a new request
         self.landed: list[str] = []
 
     async def connect(self, url: str) -> dict[str, str]:
@@ -67,18 +70,18 @@ class Person:
 
         await page.route(self.callback_prefix + "**", callback)
         await page.goto(url)
-        if await page.title() == "Sign in":
+        if await page.title() == "Sign in · MemoryRouter":
             self.key_fields_seen += 1
             await page.get_by_label("Memory key").fill(self.key)
             await page.get_by_role("button", name="Continue").click()
             await page.wait_for_url("**/oauth/consent")
-        assert await page.title() == "Allow access?"
+        assert (await page.title()).startswith(("Allow access?", "Allow more access?"))
         assert await page.locator("input[type=password]").count() == 0
         boxes = await page.locator("input[name=scope]").all()
         ticked = [await b.get_attribute("value") or "" for b in boxes if await b.is_checked()]
         self.ticked_by_default.append(ticked)
-        for box in boxes:
-            await box.check()  # the person allows what the app asked for
+        new = await page.locator("li.new input[name=scope]").all()
+        self.marked_new.append([await b.get_attribute("value") or "" for b in new])
         await page.get_by_role("button", name="Allow").click()
         await page.wait_for_url(self.callback_prefix + "**")
         await page.close()
@@ -139,7 +142,8 @@ async def test_the_sdk_client_signs_in_once_for_ordinary_use_and_steps_up_with_c
     assert "memories:delete" in status["granted_scopes"]
     first, step_up = person.ticked_by_default
     assert first == ["memories:read", "memories:write", "memories:reflect"]
-    assert "memories:delete" not in step_up  # deleting is never pre-ticked
+    assert sorted(step_up) == sorted([*first, "memories:delete"])  # what the app asked for
+    assert person.marked_new == [[], ["memories:delete"]]  # and what it asks for anew
 
 
 @pytest.fixture

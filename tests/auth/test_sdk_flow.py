@@ -22,7 +22,7 @@ from mcp.shared.auth import (
 from mcp.types import CallToolResult
 from pydantic import AnyUrl
 
-from tests.auth.conftest import REDIRECT_URI, Browser, OAuthServer
+from tests.auth.conftest import REDIRECT_URI, Browser, OAuthServer, read_form
 
 pytestmark = pytest.mark.anyio
 FIRST_CONNECTION = ["memories:read", "memories:reflect", "memories:write"]
@@ -135,3 +135,28 @@ async def test_a_delete_steps_up_on_403_with_consent_only_and_the_retried_call_s
     assert status["granted_scopes"] == sorted([*FIRST_CONNECTION, "memories:delete"])
     assert len(flow.callbacks) == 2  # one consent, then one step-up
     assert browser.sign_ins == 1  # the step-up showed consent only: the browser was signed in
+
+
+async def test_the_step_up_consent_ticks_what_was_asked_names_the_new_request_and_allow_grants_it(
+    oauth_server: OAuthServer,
+) -> None:
+    """The person clicks Allow on each page as it stands: after the 403 for delete, the page
+    says what the app now asks for, with it ticked, and the retried delete succeeds."""
+    browser = Browser(oauth_server.key)
+    flow = Flow(oauth_server, browser)
+    try:
+        async with flow.client(oauth_server) as client:
+            ok(await client.call_tool("store_memory", {"content": "soon forgotten"}))
+            found = ok(await client.call_tool("search_memories", {"query": "forgotten"}))
+            deleted = ok(
+                await client.call_tool("delete_memories", {"ids": [found["memories"][0]["id"]]})
+            )
+    finally:
+        await browser.aclose()
+    first, step_up = (read_form(page) for page in browser.consents)
+    assert sorted(first.ticked) == FIRST_CONNECTION and first.new == []
+    assert sorted(step_up.ticked) == sorted([*FIRST_CONNECTION, "memories:delete"])
+    assert step_up.new == ["memories:delete"]  # only what was not granted before
+    assert "now asks to <strong>delete memories</strong>" in browser.consents[1]
+    assert "<title>Allow more access?" in browser.consents[1]
+    assert deleted["deleted"] == 1

@@ -175,7 +175,7 @@ async def test_the_consent_page_names_the_server_the_self_declared_client_and_it
     assert f"<strong><bdi>{urlsplit(REDIRECT_URI).netloc}</bdi></strong>" in consent.text
     form = read_form(consent.text)
     assert form.scopes == ["memories:read", "memories:write", "memories:delete"]
-    assert form.ticked == ["memories:read", "memories:write"]  # deleting is never pre-ticked
+    assert form.ticked == form.scopes  # what the app asked for, the person unticks
 
 
 async def test_the_sign_in_page_names_the_server_and_says_where_a_memory_key_comes_from(
