@@ -3,6 +3,7 @@ our provider, discovery documents and the sign-in and consent pages."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from mcp_memoryrouter.auth.provider import (
     Lifetimes,
     resource_problem,
 )
+from mcp_memoryrouter.auth.resource import RECONNECT
 from mcp_memoryrouter.auth.revocation import RevocationEndpoint
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
 from mcp_memoryrouter.auth.sealing import Sealer
@@ -77,15 +79,35 @@ def token_endpoint(
 
     async def token(request: Request) -> Response:
         # RFC 8707 §2.2: a token request may name only the resource the grant is for
-        requested = (await request.form()).get("resource")  # cached for the SDK handler
+        form = await request.form()  # cached for the SDK handler
+        requested = form.get("resource")
         problem = resource_problem(requested, resource) if isinstance(requested, str) else None
         if requested and problem:
             body = {"error": "invalid_target", "error_description": problem}
             return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
         answer: Response = await handler.handle(request)
+        if form.get("grant_type") == "refresh_token":
+            return reconnect_on_refusal(answer)
         return answer
 
     return token
+
+
+def reconnect_on_refusal(answer: Response) -> Response:
+    """A refused refresh (``invalid_grant``: unknown, expired, reused, or its memory key
+    revoked) says where the person reconnects: Claude does not sign in again by itself, and
+    shows the reason."""
+    if answer.status_code != 400:
+        return answer
+    try:
+        body = json.loads(bytes(answer.body))
+    except ValueError:
+        return answer
+    if not isinstance(body, dict) or body.get("error") != "invalid_grant":
+        return answer
+    body["error_description"] = f"{body.get('error_description') or 'refused'}: {RECONNECT}"
+    headers = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+    return JSONResponse(body, status_code=400, headers=headers)
 
 
 def build_embedded(

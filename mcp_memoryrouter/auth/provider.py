@@ -311,7 +311,7 @@ class EmbeddedProvider:
             await self._db(partial(self.store.revoke_grant, grant.id))
             raise TokenError(
                 "invalid_grant",
-                "the memory key this grant was made with was revoked: sign in again",
+                "the memory key this connection was made with was revoked",
             )
         return await self._db(partial(self._issue, grant, [s for s in scopes if s in grant.scopes]))
 

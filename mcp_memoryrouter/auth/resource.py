@@ -6,17 +6,36 @@ decision also reaches :class:`ScopeChallenge` (:func:`refuse_scope`), which answ
 request HTTP 403 with ``WWW-Authenticate: Bearer error="insufficient_scope", scope="…"``
 instead of the tool error, so the client can step up (MCP authorization, "Scope challenge
 handling"; RFC 6750 §3.1). The tool never runs: the decision comes before its body.
+
+A refusal says in words what the person must do, in the challenge's ``error_description``
+and in the body, a JSON-RPC error (``id`` null: the request is not read) that an MCP client
+shows as the call's error. Hosts that do not sign in again by themselves (Claude, on an
+expired or revoked token, or after a refused refresh) leave the person only these words, so
+they name where to reconnect.
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
+from typing import cast
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import repeated_header, send_json
-from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
+from mcp_memoryrouter.auth.document import PRODUCT
+from mcp_memoryrouter.auth.memory_keys import looks_like_memory_key
+from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, SCOPE_WORDS
+from mcp_memoryrouter.auth.scopes import Scope as OAuthScope
+
+# JSON-RPC 2.0 leaves -32000 to -32099 to servers; MCP keeps -32000 to -32019 for
+# implementations (the SDK uses -32000 and -32001 on the client side).
+NOT_AUTHORIZED = -32011
+WHERE = (
+    "in your client's connector settings (Claude: Settings > Connectors; ChatGPT: Settings > "
+    "Apps & Connectors)"
+)
+RECONNECT = f"reconnect {PRODUCT} {WHERE} and sign in again"
 
 # The scopes refused during the request being answered (set by ScopeChallenge; the call's
 # handler runs in a copy of the request's context, so it sees the same list).
@@ -28,6 +47,48 @@ def refuse_scope(scope: str) -> None:
     refused = _refused.get()
     if refused is not None:
         refused.append(scope)
+
+
+def unauthenticated(authorization: str | None) -> tuple[str, str]:
+    """The OAuth error and the words for a request to /mcp that authenticates nobody, by the
+    ``Authorization`` header it sent (None: none)."""
+    if authorization is None:
+        return "invalid_request", (
+            f"No access token was sent. Connect {PRODUCT} {WHERE}: it opens this server's "
+            "sign-in page. If it was connected before, its sign-in has ended: reconnect it "
+            "there. A memory key may be sent instead, as a Bearer token."
+        )
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() == "bearer" and looks_like_memory_key(token.strip()):
+        return "invalid_token", (
+            "This memory key is not accepted here: it was revoked, is mistyped, or belongs to "
+            "another server. Send a key that `mcp-memoryrouter keys list` shows, or make one "
+            "with `mcp-memoryrouter keys create`."
+        )
+    return "invalid_token", (
+        "The access token has expired or was revoked. If your app does not sign in again by "
+        f"itself, {RECONNECT}."
+    )
+
+
+def insufficient(scope: str) -> str:
+    """The words of a 403 step-up challenge for ``scope``."""
+    words = SCOPE_WORDS.get(cast(OAuthScope, scope), scope).lower()
+    return (
+        f"this call needs the {scope} scope ({words}), which this connection was not given: "
+        f"allow it when your app asks, or {RECONNECT} and tick it"
+    )
+
+
+def rpc_error(error: str, description: str) -> dict[str, object]:
+    """The body of a refusal: a JSON-RPC error an MCP client shows as the call's error,
+    carrying the OAuth error too."""
+    data = {"error": error, "error_description": description}
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": NOT_AUTHORIZED, "message": description, "data": data},
+    }
 
 
 def challenge(error: str, description: str, scope: str | None, metadata_url: str | None) -> str:
@@ -43,8 +104,9 @@ async def deny(
     send: Send, status: int, error: str, description: str, scope: str, metadata_url: str | None
 ) -> None:
     header = challenge(error, description, scope, metadata_url)
-    body = {"error": error, "error_description": description}
-    await send_json(send, status, body, [(b"www-authenticate", header.encode())])
+    await send_json(
+        send, status, rpc_error(error, description), [(b"www-authenticate", header.encode())]
+    )
 
 
 class SingleAuthorization:
@@ -78,11 +140,11 @@ class ScopeChallenge:
             await self.app(scope, receive, send)
             return
         if not isinstance(scope.get("user"), AuthenticatedUser):
-            presented = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
-            error = "invalid_token" if presented else "invalid_request"
+            sent = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
+            error, words = unauthenticated(sent[0].decode("latin-1") if sent else None)
             # what ordinary use needs, so one sign-in serves it (memories:delete by step-up)
             first = " ".join(FIRST_CONNECTION_SCOPES)
-            await deny(send, 401, error, "authentication required", first, self.metadata_url)
+            await deny(send, 401, error, words, first, self.metadata_url)
             return
         refused: list[str] = []
         token = _refused.set(refused)
@@ -95,8 +157,8 @@ class ScopeChallenge:
             if refused and message["type"] == "http.response.start":
                 replaced = True
                 needed = refused[0]
-                description = f"this call needs the {needed} scope"
-                await deny(send, 403, "insufficient_scope", description, needed, self.metadata_url)
+                words = insufficient(needed)
+                await deny(send, 403, "insufficient_scope", words, needed, self.metadata_url)
                 return
             await send(message)
 
