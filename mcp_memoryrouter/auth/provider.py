@@ -347,6 +347,7 @@ class EmbeddedProvider:
         self.store.save_refresh(
             refresh, grant.id, grant.scopes, now + self._lifetimes.refresh_seconds
         )
+        self.store.note_use(grant.id, now)  # the explorer's "last used" of connected apps
         return OAuthToken(
             access_token=access,
             token_type="Bearer",

@@ -4,7 +4,8 @@ class, the same SQL on both).
 
 Tables: registered clients, pending authorization requests (between /authorize and the
 consent), browser sign-in sessions, authorization codes, grants (what a user consented to,
-bound to a sealed memory key) and refresh tokens. Codes, refresh tokens and session secrets
+bound to a sealed memory key), refresh tokens, and when each grant last got tokens (the
+explorer's list of connected apps). Codes, refresh tokens and session secrets
 are stored as SHA-256 digests only; a pending request's id is the digest of the secret its
 browser holds in a cookie.
 """
@@ -87,6 +88,10 @@ CREATE TABLE IF NOT EXISTS {p}refresh_tokens (
     expires_at REAL NOT NULL,
     used INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS {p}grant_uses (
+    grant_id TEXT PRIMARY KEY REFERENCES {p}grants(id),
+    used_at REAL NOT NULL
+);
 """
 
 
@@ -125,6 +130,18 @@ class Grant:
     scopes: list[str]
     resource: str
     revoked: bool
+
+
+@dataclass(frozen=True)
+class Connection:
+    """An app connected to a vault: its grants that can still get tokens, taken together."""
+
+    client_id: str
+    client_name: str | None  # as the app registered it (None: a client ID metadata document)
+    redirect_uris: tuple[str, ...]
+    scopes: tuple[str, ...]  # what its grants allow, together
+    connected_at: float  # its first grant
+    last_used_at: float  # when it last got tokens (else when it was connected)
 
 
 @dataclass(frozen=True)
@@ -310,6 +327,47 @@ class AuthStore:
         """Revoke a grant and with it every token issued from it (the refresh-token family)."""
         self._run("UPDATE {p}grants SET revoked = 1 WHERE id = ?", grant_id)
 
+    def note_use(self, grant_id: str, now: float) -> None:
+        """The grant got tokens (a code exchanged, a refresh): its app was in use now."""
+        self._run(
+            "INSERT INTO {p}grant_uses VALUES (?, ?) ON CONFLICT (grant_id) DO UPDATE "
+            "SET used_at = excluded.used_at",
+            grant_id,
+            now,
+        )
+
+    def connections(self, vault_ref: str, now: float) -> list[Connection]:
+        """The apps connected to this vault, and to no other: each client whose unrevoked
+        grants of this vault can still get tokens (an unused code or refresh token left),
+        oldest connection first."""
+        rows = self._db.all(
+            "SELECT g.client_id, g.scopes, g.created_at, u.used_at, c.info FROM {p}grants g "
+            "LEFT JOIN {p}grant_uses u ON u.grant_id = g.id "
+            "LEFT JOIN {p}clients c ON c.client_id = g.client_id "
+            "WHERE g.vault_ref = ? AND g.revoked = 0 AND ("
+            "EXISTS (SELECT 1 FROM {p}refresh_tokens r WHERE r.grant_id = g.id "
+            "AND r.used = 0 AND r.expires_at > ?) OR "
+            "EXISTS (SELECT 1 FROM {p}codes k WHERE k.grant_id = g.id "
+            "AND k.used = 0 AND k.expires_at > ?)) ORDER BY g.created_at",
+            vault_ref,
+            now,
+            now,
+        )
+        by_client: dict[str, Connection] = {}
+        for row in rows:
+            by_client[row["client_id"]] = _joined(by_client.get(row["client_id"]), row)
+        return list(by_client.values())
+
+    def disconnect(self, vault_ref: str, client_id: str) -> int:
+        """Revoke every grant this client holds on this vault (and only on it): its tokens
+        stop at their next use. How many grants were revoked."""
+        return self._run(
+            "UPDATE {p}grants SET revoked = 1 WHERE vault_ref = ? AND client_id = ? "
+            "AND revoked = 0",
+            vault_ref,
+            client_id,
+        )
+
     def save_code(
         self,
         code: str,
@@ -450,6 +508,31 @@ class OidcLogin:
 class IdentityRow:
     vault_ref: str
     sealed_key: str  # the key of the vault made for this person at their first sign-in
+
+
+def _joined(known: Connection | None, row: Row) -> Connection:
+    """``known`` (the client's connection so far) with one more of its grants."""
+    used = row["used_at"] or row["created_at"]
+    scopes = tuple(row["scopes"].split())
+    if known is not None:
+        return Connection(
+            known.client_id,
+            known.client_name,
+            known.redirect_uris,
+            tuple(dict.fromkeys([*known.scopes, *scopes])),
+            known.connected_at,
+            max(known.last_used_at, used),
+        )
+    info = json.loads(row["info"]) if row["info"] else {}
+    name = info.get("client_name")
+    return Connection(
+        row["client_id"],
+        name if isinstance(name, str) else None,
+        tuple(str(uri) for uri in info.get("redirect_uris") or ()),
+        scopes,
+        row["created_at"],
+        used,
+    )
 
 
 def _grant(row: Row) -> Grant:
