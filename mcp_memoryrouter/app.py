@@ -41,6 +41,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits
+from mcp_memoryrouter.auth.clients import DocumentFetching
 from mcp_memoryrouter.auth.database import PostgresPool
 from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
 from mcp_memoryrouter.auth.external import (
@@ -162,6 +163,7 @@ class SharedState:
     pool: PostgresPool | None = None
     _sealer: Sealer | None = None
     service: VaultService | None = None  # the vault served here (new vaults are made in it)
+    documents: DocumentFetching | None = None  # how client ID metadata documents are fetched
 
     @property
     def sealer(self) -> Sealer:
@@ -233,6 +235,7 @@ def embedded_oauth(
             access_seconds=settings.oauth_access_token_seconds,
             clock=clock,
         )
+    fetching = shared.documents or DocumentFetching(httpx2.AsyncClient())
     return build_embedded(
         settings.data_dir,
         issuer=settings.base_url,
@@ -251,6 +254,8 @@ def embedded_oauth(
         store=store,
         signer=signer,
         identity_providers=identity_providers(settings, shared.service),
+        http=fetching.http,
+        resolver=fetching.resolver,
     )
 
 
@@ -360,13 +365,19 @@ def public_cors(app: ASGIApp, cors: ASGIApp) -> ASGIApp:
     return dispatch
 
 
-def create_server(settings: Settings, *, clock: Callable[[], float] = time.time) -> Server:
-    """``clock`` (seconds) is what the authorization server issues and checks tokens by."""
+def create_server(
+    settings: Settings,
+    *,
+    clock: Callable[[], float] = time.time,
+    documents: DocumentFetching | None = None,
+) -> Server:
+    """``clock`` (seconds) is what the authorization server issues and checks tokens by;
+    ``documents`` how it fetches client ID metadata documents (default: from the internet)."""
     keyless_on_this_machine_only(settings)
     private_dir(settings.data_dir)  # 0700, whatever the umask (see private.py)
     service, vault_app = serve_vault(settings)
     try:
-        return _serve(settings, service, vault_app, clock)
+        return _serve(settings, service, vault_app, clock, documents)
     except BaseException:
         close_vault(service)  # a server that does not start releases its vault
         raise
@@ -415,6 +426,7 @@ def _serve(
     service: VaultService | None,
     vault_app: FastAPI | None,
     clock: Callable[[], float],
+    documents: DocumentFetching | None = None,
 ) -> Server:
     client = vault_client(settings, vault_app)
     policy = load_policy()
@@ -426,6 +438,7 @@ def _serve(
     )
     shared = shared_state(settings)
     shared.service = service
+    shared.documents = documents
     try:
         guarded = guard(settings, endpoint, client, policy, clock, shared)
         routes, oauth, closing = guarded.routes, guarded.oauth, guarded.closing

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -147,6 +148,16 @@ def full_client(info: dict[str, Any]) -> RegisteredClient:
     """Every client is registered with all scopes, so a later step-up is not refused with
     invalid_scope: what a token carries is decided at consent, not at registration."""
     return RegisteredClient.model_validate({**info, "scope": " ".join(ALL_SCOPES)})
+
+
+@dataclass(frozen=True)
+class DocumentFetching:
+    """How client ID metadata documents are fetched: ``resolver`` names the addresses of the
+    document's host, ``http`` fetches it from the one checked. The server's own reaches the
+    internet; a test puts a local double of a client's site (chatgpt.com) behind both."""
+
+    http: httpx2.AsyncClient
+    resolver: Resolver = system_resolver
 
 
 def is_metadata_url(client_id: str) -> bool:

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcp_memoryrouter.auth.addresses import Resolver, system_resolver
 from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
 from mcp_memoryrouter.auth.document import STYLESHEET_PATH
 from mcp_memoryrouter.auth.keyring import KeyRing
@@ -120,6 +121,7 @@ def build_embedded(
     lifetimes: Lifetimes = Lifetimes(),
     clock: Callable[[], float] = time.time,
     http: httpx2.AsyncClient | None = None,
+    resolver: Resolver = system_resolver,
     limits: OAuthLimits | None = None,
     server_name: str | None = None,
     sealer: Sealer | None = None,
@@ -129,13 +131,17 @@ def build_embedded(
 ) -> EmbeddedAuthServer:
     """``server_name`` is what the pages call this server (default: the issuer's host). The
     sealing key, the state and the signing keys default to files in ``data_dir``; replicas
-    pass a shared sealing key and state and keys in PostgreSQL."""
+    pass a shared sealing key and state and keys in PostgreSQL. Client ID metadata documents
+    are fetched with ``http`` from an address ``resolver`` names."""
     sealer = sealer or Sealer.in_dir(data_dir)
     store = store or AuthStore.sqlite(data_dir / AUTH_DB_FILE)
     signer = signer or Signer.in_dir(data_dir)
     http = http or httpx2.AsyncClient()
     documents = MetadataDocuments(
-        http, allow_loopback=is_loopback_host(httpx2.URL(issuer).host), clock=clock
+        http,
+        allow_loopback=is_loopback_host(httpx2.URL(issuer).host),
+        clock=clock,
+        resolver=resolver,
     )
     verifier = GrantTokenVerifier(
         signer, store, sealer, vault, issuer=issuer, resource=resource, clock=clock

@@ -24,6 +24,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from mcp_memoryrouter.app import Server, create_server
+from mcp_memoryrouter.auth.clients import DocumentFetching
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
 
@@ -85,14 +86,17 @@ def serve(app: ASGIApp, sock: socket.socket) -> Iterator[None]:
 
 
 @contextmanager
-def oauth_server_at(data_dir: Path, **settings: Any) -> Iterator[OAuthServer]:
+def oauth_server_at(
+    data_dir: Path, documents: DocumentFetching | None = None, **settings: Any
+) -> Iterator[OAuthServer]:
+    """A server on loopback; ``documents``: how it fetches client ID metadata documents."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     clock = Clock()
     config = Settings(data_dir=data_dir, embeddings="none", public_url=base, **settings)
-    server = create_server(config, clock=clock)
+    server = create_server(config, clock=clock, documents=documents)
     assert server.service is not None
     service: VaultService = server.service
     key, _ = service.create_vault()
