@@ -450,6 +450,8 @@ def _serve(
         if settings.ui == "on":
             explorer = memory_explorer(settings, client, default_key, clock, shared)
             closing.append(explorer.aclose)
+            if oauth is not None:  # Tidy lists the apps signed in to a vault, and disconnects
+                explorer.tidying.apps = oauth.store
             if oauth is not None and oauth.pages is not None:
                 # people who sign in with the identity provider open the explorer with it too
                 explorer.identity = oauth.pages.explorer_identity()

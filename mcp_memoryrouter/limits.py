@@ -100,6 +100,9 @@ PROXY_MAX_ANSWER_BYTES = 16 * 1_048_576  # a provider's answer held to be stored
 
 # --- the explorer (/ui) -----------------------------------------------------------------
 UI_FORM_MAX_BYTES = 64 * 1024  # a form post (a selection of MAX_DELETE_IDS ids fits)
+UI_IMPORT_MAX_BYTES = 16 * 1_048_576  # an export uploaded to import (larger: the CLI)
+UI_MEMORY_MAX_CHARS = 8_000  # the text of a memory added or corrected in the explorer
+UI_MEMORY_FORM_MAX_BYTES = 256 * 1024  # its form: 8,000 characters, each up to 12 bytes sent
 UI_SIGN_INS_PER_MINUTE = 10  # sign-in attempts per client address (bursts of as many)
 UI_KEY_MAX_CHARS = 200  # a pasted key longer than this is no key
 UI_PAGE_TOKENS = 4_000  # a timeline page's date-search budget (a screenful or three)

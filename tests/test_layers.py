@@ -57,8 +57,9 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect"]),
     # the chat proxy: provider calls with memory, the vault over HTTP like the MCP side
     "proxy": (["proxy"], ["foundation", "schemas", "client"]),
-    # the explorer's pages: the vault over HTTP too; its sessions seal keys as auth does
-    "ui": (["ui"], ["foundation", "schemas", "client", "auth"]),
+    # the explorer's pages: the vault over HTTP too; its sessions seal keys as auth does,
+    # and its upload imports an export as the import command does
+    "ui": (["ui"], ["foundation", "schemas", "client", "auth", "reflect"]),
     # composition roots
     "startup": (["startup"], ["foundation"]),
     # the connections serve accepts: deadlines, a cap, the proxies trusted
@@ -89,6 +90,8 @@ PURE = [
     "proxy.options",
     "proxy.routes",
     "ui.render",
+    "ui.render_tidy",
+    "ui.render_writing",
 ]
 IO_LIBRARIES = ["sqlite3", "psycopg", "psycopg_pool", "httpx2", "socket", "subprocess", "os"]
 IO_LIBRARIES += ["fastapi", "starlette", "threading", "asyncio", "anyio", "time"]

@@ -14,21 +14,20 @@ a read-only key's pages show no control that changes anything, and its POSTs are
 from __future__ import annotations
 
 import hmac
-import json
 import math
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from functools import partial, wraps
 from importlib import resources
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -47,9 +46,14 @@ from mcp_memoryrouter.errors import (
 )
 from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui import render
-from mcp_memoryrouter.ui.render import PREFIX, Filters, Viewer, url
+from mcp_memoryrouter.ui.notices import Notices
+from mcp_memoryrouter.ui.render import PREFIX, ConsolidateNow, Filters, Viewer, url
+from mcp_memoryrouter.ui.responses import Form, html, local_path, redirect, viewer_of
 from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
 from mcp_memoryrouter.ui.shell import CSP, SECURITY_HEADERS, Shell
+from mcp_memoryrouter.ui.tidying import Tidying
+from mcp_memoryrouter.ui.upload import read_upload
+from mcp_memoryrouter.ui.writing import Writing
 
 T = TypeVar("T")
 
@@ -62,6 +66,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _IMPORTANCE = re.compile(r"^(10|[1-9])$")
 EPOCH = "1970-01-01"
 SEARCH_STEP = 20
+DEFAULT_API_URL = "http://127.0.0.1:8787"  # what the CLI's --api-url defaults to
 # the pages a person reads, and so may come back to after a delete
 RETURNABLE = tuple(PREFIX + p for p in ("/search", "/timeline", "/memories/", "/tidy"))
 FORBIDDEN_FORM = "This form expired or came from another page. Load the page again and resubmit."
@@ -90,23 +95,6 @@ def _static(name: str) -> bytes:
     return resources.files("mcp_memoryrouter.ui").joinpath("static", name).read_bytes()
 
 
-def html(content: str, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return HTMLResponse(content, status_code=status, headers=headers)
-
-
-def redirect(target: str) -> Response:
-    return RedirectResponse(target, status_code=303)
-
-
-def local_path(value: str | None, default: str = PREFIX) -> str:
-    """``value`` when it is a path of the explorer (never another site), else ``default``."""
-    if value and value.startswith(PREFIX) and not value.startswith("//") and "\\" not in value:
-        rest = value[len(PREFIX) :]
-        if rest == "" or rest.startswith(("/", "?")):
-            return value
-    return default
-
-
 class Explorer:
     def __init__(
         self,
@@ -128,6 +116,11 @@ class Explorer:
         self._clock = clock
         # the identity provider's sign-in, when people sign in with one (composition root)
         self.identity: ExplorerIdentity | None = None
+        self._notices = Notices(sessions)
+        corrections = sessions.corrections()
+        self.writing = Writing(client, self._notices, corrections, clock=clock)
+        # its ``apps``: the authorization server's grants, when it is embedded here
+        self.tidying = Tidying(client, self._notices, corrections, clock=clock)
         self._css = _static("explorer.css")
         self._js = _static("explorer.js")
 
@@ -137,8 +130,9 @@ class Explorer:
     def app(self, allowed_hosts: Sequence[str]) -> ASGIApp:
         """Every page under ``/ui``, behind the shell (the Host check and the headers), for
         requests whose Host is one of ``allowed_hosts``."""
-        page = self._page
-        change = self._change
+        page, change = self._page, self._change
+        writing, tidying = self.writing, self.tidying
+        memory_form = limits.UI_MEMORY_FORM_MAX_BYTES
         routes = [
             Route(PREFIX, page(self.overview)),
             Route(PREFIX + "/", self.home),
@@ -149,13 +143,23 @@ class Explorer:
             Route(PREFIX + "/search", page(self.search)),
             Route(PREFIX + "/timeline", page(self.timeline)),
             Route(PREFIX + "/memories/{memory_id}", page(self.memory)),
+            Route(PREFIX + "/memories/{memory_id}/correct", page(writing.correct_form)),
+            Route(
+                PREFIX + "/memories/{memory_id}/correct",
+                change(writing.correct, limit=memory_form),
+                methods=["POST"],
+            ),
+            Route(PREFIX + "/add", page(writing.add_form), methods=["GET"]),
+            Route(PREFIX + "/add", change(writing.add, limit=memory_form), methods=["POST"]),
             Route(PREFIX + "/delete", change(self.delete), methods=["POST"]),
             Route(PREFIX + "/delete/confirm", change(self.delete_confirmed), methods=["POST"]),
-            Route(PREFIX + "/tidy", page(self.tidy)),
-            Route(PREFIX + "/export", page(self.export)),
-            Route(PREFIX + "/keys", change(self.mint), methods=["POST"]),
-            Route(PREFIX + "/keys/revoke", change(self.revoke), methods=["POST"]),
-            Route(PREFIX + "/wipe", change(self.wipe), methods=["POST"]),
+            Route(PREFIX + "/tidy", page(tidying.page)),
+            Route(PREFIX + "/export", page(tidying.export)),
+            Route(PREFIX + "/import", change(tidying.import_file, upload=True), methods=["POST"]),
+            Route(PREFIX + "/keys", change(tidying.mint), methods=["POST"]),
+            Route(PREFIX + "/keys/revoke", change(tidying.revoke), methods=["POST"]),
+            Route(PREFIX + "/apps/disconnect", change(tidying.disconnect), methods=["POST"]),
+            Route(PREFIX + "/wipe", change(tidying.wipe), methods=["POST"]),
             Route(PREFIX + "/static/explorer.css", self.stylesheet),
             Route(PREFIX + "/static/explorer.js", self.script),
         ]
@@ -203,28 +207,32 @@ class Explorer:
 
     def _change(
         self,
-        action: Callable[[Request, UiSession, dict[str, list[str]]], Awaitable[Response]],
+        action: Callable[[Request, UiSession, Form], Awaitable[Response]],
         *,
         writes: bool = True,
+        limit: int = limits.UI_FORM_MAX_BYTES,
+        upload: bool = False,
     ) -> Handler:
         """A POST: signed in, its CSRF token the session's, and (``writes``) a key that may
-        change the vault. The form is read under a size limit."""
+        change the vault. The form is read under a size limit (``upload``: a form with a
+        file, read under the upload's)."""
 
         @wraps(action)
         async def handle(request: Request) -> Response:
             session = await self._session(request)
             if session is None:
                 return await self._ended(request, status=401)
-            form = await self._form(request)
+            if upload:
+                form: Form | None = await read_upload(request, limits.UI_IMPORT_MAX_BYTES)
+            else:
+                form = await self._form(request, limit)
             if form is None:
-                return html(
-                    render.problem("Too large", "That form is too large.", None), status=413
-                )
+                return html(render.problem("Too large", _too_large(upload), None), status=413)
             token = (form.get("csrf") or [""])[0]
             if not hmac.compare_digest(token.encode(), session.csrf.encode()):
-                return html(render.problem("Refused", FORBIDDEN_FORM, _viewer(session)), 403)
+                return html(render.problem("Refused", FORBIDDEN_FORM, viewer_of(session)), 403)
             if writes and session.read_only:
-                return html(render.problem("Refused", READ_ONLY, _viewer(session)), 403)
+                return html(render.problem("Refused", READ_ONLY, viewer_of(session)), 403)
             return await self._guarded(lambda r, s: action(r, s, form), request, session)
 
         return handle
@@ -244,10 +252,10 @@ class Explorer:
             return self._refused(error, session, request)
         except ValidationError:  # a value the API would refuse (an id too long, a name)
             message = "That value is not one the vault accepts: check it and try again."
-            return html(render.problem("Not understood", message, _viewer(session)), 400)
+            return html(render.problem("Not understood", message, viewer_of(session)), 400)
 
     def _refused(self, error: MemoryRouterError, session: UiSession, request: Request) -> Response:
-        viewer = _viewer(session)
+        viewer = viewer_of(session)
         headers = {}
         if isinstance(error, RateLimited):
             retry = error.details.get("retry_after")
@@ -286,8 +294,8 @@ class Explorer:
         self._clear(response, SESSION_COOKIE)
         return response
 
-    async def _form(self, request: Request) -> dict[str, list[str]] | None:
-        body = await read_body(request.receive, limits.UI_FORM_MAX_BYTES)
+    async def _form(self, request: Request, limit: int) -> Form | None:
+        body = await read_body(request.receive, limit)
         if body is None:
             return None
         return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
@@ -297,28 +305,6 @@ class Explorer:
 
     def _client_with(self, key: str) -> VaultClient:
         return self._vault.with_key(key)
-
-    # --- what the next page says, once -----------------------------------------------------
-
-    async def _tell(
-        self, session: UiSession, notice: str, minted: schemas.KeyCreated | None = None
-    ) -> None:
-        """Say ``notice`` (and show a new key) on the session's next page, once: the redirect
-        after a change carries nothing in its URL, and a reload shows nothing again."""
-        said = {"notice": notice, "minted": None if minted is None else minted.model_dump()}
-        await self._db(partial(self._sessions.show_once, session.secret, json.dumps(said)))
-
-    async def _told(self, session: UiSession) -> tuple[str | None, schemas.KeyCreated | None]:
-        """What :meth:`_tell` left for this page; taken once the page's vault calls are done."""
-        said = await self._db(partial(self._sessions.take_shown_once, session.secret))
-        if said is None:
-            return None, None
-        value = json.loads(said)
-        minted = value.get("minted")
-        return value.get("notice"), None if minted is None else schemas.KeyCreated(**minted)
-
-    async def _notice(self, session: UiSession) -> str | None:
-        return (await self._told(session))[0]
 
     # --- cookies ---------------------------------------------------------------------------
 
@@ -375,7 +361,7 @@ class Explorer:
         refused = self._too_many_sign_ins(request)
         if refused is not None:
             return refused
-        form = await self._form(request)
+        form = await self._form(request, limits.UI_FORM_MAX_BYTES)
         if form is None:
             return html(render.problem("Too large", "That form is too large.", None), 413)
         expected = request.cookies.get(SIGN_IN_COOKIE, "")
@@ -479,12 +465,14 @@ class Explorer:
             timeline = await client.timeline(_bucket_for(stats))
         except NotFound:  # a vault API elsewhere (MEMORYROUTER_API_URL) without the route
             timeline = None
+        notice = await self._notices.notice(session)
+        offer = ConsolidateNow(api_url=_api_url(request))
         return html(
-            render.overview(stats, timeline, _viewer(session), notice=await self._notice(session))
+            render.overview(stats, timeline, viewer_of(session), notice=notice, offer=offer)
         )
 
     async def search(self, request: Request, session: UiSession) -> Response:
-        viewer = _viewer(session)
+        viewer = viewer_of(session)
         f, problem = _filters(request)
         if problem:
             return html(render.search_page(f, None, viewer, error=problem), 400)
@@ -515,7 +503,7 @@ class Explorer:
                     viewer,
                     note=note,
                     more=more,
-                    notice=await self._notice(session),
+                    notice=await self._notices.notice(session),
                     here=_here(request),
                 )
             )
@@ -532,13 +520,13 @@ class Explorer:
                 window.memories,
                 viewer,
                 note=note,
-                notice=await self._notice(session),
+                notice=await self._notices.notice(session),
                 here=_here(request),
             )
         )
 
     async def timeline(self, request: Request, session: UiSession) -> Response:
-        viewer = _viewer(session)
+        viewer = viewer_of(session)
         f, problem = _filters(request)
         if problem:
             return html(render.timeline_page(f, None, viewer, next_page=None, error=problem), 400)
@@ -554,7 +542,7 @@ class Explorer:
                 result,
                 viewer,
                 next_page=next_page,
-                notice=await self._notice(session),
+                notice=await self._notices.notice(session),
                 here=_here(request),
             )
         )
@@ -571,51 +559,12 @@ class Explorer:
             else None
         )
         back = _came_from(request, memory_id) or _parent(found)
-        notice = await self._notice(session)
-        return html(
-            render.memory_page(found, _viewer(session), next_offset=more, back=back, notice=notice)
+        links = await self.writing.links(session, found.memory_id)
+        notice = await self._notices.notice(session)
+        content = render.memory_page(
+            found, viewer_of(session), next_offset=more, back=back, notice=notice, corrections=links
         )
-
-    async def tidy(self, request: Request, session: UiSession) -> Response:
-        return await self._tidy(request, session, shown_once=True)
-
-    async def _tidy(
-        self,
-        request: Request,
-        session: UiSession,
-        *,
-        shown_once: bool = False,
-        error: str | None = None,
-        status: int = 200,
-    ) -> Response:
-        client = self._client(session)
-        stats = await client.stats()
-        keys = None if session.read_only else await client.list_keys()
-        notice, minted = await self._told(session) if shown_once else (None, None)
-        content = render.tidy_page(
-            _viewer(session), stats, keys, minted=minted, notice=notice, error=error
-        )
-        return html(content, status)
-
-    async def export(self, request: Request, session: UiSession) -> Response:
-        lines = self._client(session).export_lines()
-        first = await anext(lines, None)  # a refusal surfaces here, before the 200
-
-        async def body() -> AsyncIterator[bytes]:
-            if first is None:
-                return
-            yield _line(first)
-            async for line in lines:
-                yield _line(line)
-
-        stamp = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%d")
-        name = f"memoryrouter-{session.vault_ref}-{stamp}.ndjson"
-        response = StreamingResponse(
-            body(),
-            media_type="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
-        )
-        return response
+        return html(content)
 
     # --- changes ---------------------------------------------------------------------------
 
@@ -624,7 +573,7 @@ class Explorer:
     ) -> Response:
         ids, back = _ids(form), local_path((form.get("back") or [""])[0])
         cancel = local_path((form.get("cancel") or [""])[0], back)
-        viewer = _viewer(session)
+        viewer = viewer_of(session)
         refused = _selection_problem(ids, viewer, cancel)
         if refused is not None:
             return refused
@@ -656,7 +605,7 @@ class Explorer:
         self, request: Request, session: UiSession, form: dict[str, list[str]]
     ) -> Response:
         ids, back = _ids(form), local_path((form.get("back") or [""])[0])
-        refused = _selection_problem(ids, _viewer(session), back)
+        refused = _selection_problem(ids, viewer_of(session), back)
         if refused is not None:
             return refused
         derived = (form.get("derived") or ["no"])[0] == "yes"
@@ -667,51 +616,8 @@ class Explorer:
         gone = {*ids, *(i for group in (done.by_tier or {}).values() for i in group)}
         if _memory_of(back) in gone:
             back = PREFIX  # the page of what was just deleted is gone
-        await self._tell(session, f"Deleted {_memories(deleted)}.")
+        await self._notices.tell(session, f"Deleted {_memories(deleted)}.")
         return redirect(back)
-
-    async def mint(
-        self, request: Request, session: UiSession, form: dict[str, list[str]]
-    ) -> Response:
-        name = (form.get("name") or [""])[0].strip()
-        if not name:
-            return await self._tidy(request, session, error="Give the new key a name.", status=400)
-        minted = await self._client(session).mint_key(
-            schemas.KeyCreateRequest(name=name, read_only=True)
-        )
-        await self._tell(session, f"Made the read-only key {minted.name}.", minted)
-        return redirect(url("/tidy"))
-
-    async def revoke(
-        self, request: Request, session: UiSession, form: dict[str, list[str]]
-    ) -> Response:
-        key_id = (form.get("id") or [""])[0]
-        if not key_id:
-            return await self._tidy(request, session, error="Choose a key to revoke.", status=400)
-        try:
-            await self._client(session).revoke_key(key_id)
-        except MemoryRouterError as error:
-            if error.status not in (404, 409):
-                raise
-            return await self._tidy(request, session, error=error.message, status=error.status)
-        await self._tell(session, "The key is revoked.")
-        return redirect(url("/tidy"))
-
-    async def wipe(
-        self, request: Request, session: UiSession, form: dict[str, list[str]]
-    ) -> Response:
-        typed = (form.get("confirm") or [""])[0].strip()
-        if typed != session.vault_ref:
-            return await self._tidy(
-                request,
-                session,
-                error=f"Nothing was wiped: type the vault reference {session.vault_ref} "
-                "exactly to confirm.",
-                status=400,
-            )
-        done = await self._client(session).wipe()
-        await self._tell(session, f"Wiped the vault: {_memories(done.deleted)} deleted.")
-        return redirect(PREFIX)
 
     # --- static ----------------------------------------------------------------------------
 
@@ -737,12 +643,18 @@ def _asset(content: bytes, media_type: str) -> Response:
     return response
 
 
-def _viewer(session: UiSession) -> Viewer:
-    return Viewer(session.vault_ref, session.read_only, session.csrf)
+def _api_url(request: Request) -> str | None:
+    """This server's address as the consolidation command names it (None: the command's
+    default, http://127.0.0.1:8787)."""
+    base = str(request.base_url).rstrip("/")
+    return None if base == DEFAULT_API_URL else base
 
 
-def _line(value: dict[str, Any]) -> bytes:
-    return (json.dumps(value, ensure_ascii=False) + "\n").encode()
+def _too_large(upload: bool) -> str:
+    if not upload:
+        return "That form is too large."
+    cap = limits.UI_IMPORT_MAX_BYTES // 1_048_576
+    return f"That file is over {cap} MiB: import it with mcp-memoryrouter import instead."
 
 
 def _here(request: Request) -> str:

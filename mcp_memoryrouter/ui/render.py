@@ -55,7 +55,14 @@ class Viewer:
     csrf: str
 
 
-NAV = [("/", "Overview"), ("/search", "Search"), ("/timeline", "Timeline"), ("/tidy", "Tidy")]
+NAV = [
+    ("/", "Overview"),
+    ("/search", "Search"),
+    ("/timeline", "Timeline"),
+    ("/add", "Add"),
+    ("/tidy", "Tidy"),
+]
+WRITERS_ONLY = {"/add"}  # a read-only key's pages do not offer these
 
 
 def page(
@@ -74,6 +81,7 @@ def page(
             + (' aria-current="page"' if path == current else "")
             + f">{esc(label)}</a></li>"
             for path, label in NAV
+            if not (viewer.read_only and path in WRITERS_ONLY)
         )
         mode = " · read-only key" if viewer.read_only else ""
         header = (
@@ -270,12 +278,49 @@ def memory_list(
 # --- overview ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ConsolidateNow:
+    """How the overview offers to consolidate now. Until the server runs a model of its own,
+    the command to run with one's own model (``api_url``: what its ``--api-url`` names, None
+    for the default); once it does, ``action`` (the path a "Consolidate now" button posts
+    to, with the session's token) takes the command's place."""
+
+    api_url: str | None = None
+    action: str | None = None
+
+
+REFLECT_COMMAND = 'mcp-memoryrouter reflect --until-empty --key-file vault.key --model-cmd "llm"'
+
+
+def consolidate_now(offer: ConsolidateNow, viewer: Viewer) -> str:
+    head = '<div class="card consolidate"><h3 id="consolidate-h">Consolidate now</h3>'
+    if offer.action is not None and not viewer.read_only:
+        return (
+            f'{head}<form method="post" action="{esc(offer.action)}">{csrf_field(viewer)}'
+            '<button type="submit">Consolidate now</button></form></div>'
+        )
+    command = REFLECT_COMMAND + (f" --api-url {offer.api_url}" if offer.api_url else "")
+    return (
+        f"{head}<p>This server runs no model: your own model writes the reflections. In a "
+        "terminal, with a read-write key of this vault in <code>vault.key</code> (readable "
+        "by you alone: <code>chmod 600 vault.key</code>), run:</p>"
+        f'<pre class="command"><code>{esc(command)}</code></pre>'
+        '<p class="note">It consolidates the moments, then the reflections, until nothing is '
+        'left waiting. <code>--model-cmd "llm"</code> hands each batch to a command of yours '
+        "on its standard input (here the <code>llm</code> tool); "
+        "<code>--model-url URL --model NAME</code> calls an OpenAI-compatible endpoint "
+        "instead, with its key in <code>MEMORYROUTER_MODEL_KEY</code> "
+        "(docs/consolidation.md).</p></div>"
+    )
+
+
 def overview(
     stats: schemas.StatsResponse,
     timeline: schemas.TimelineResponse | None,
     viewer: Viewer,
     *,
     notice: str | None = None,
+    offer: ConsolidateNow = ConsolidateNow(),
 ) -> str:
     counts = "".join(
         f'<div class="count t{t}"><dt>Tier {t} · {esc(TIER_NAMES[t])}s</dt>'
@@ -318,7 +363,8 @@ def overview(
         f'<dl class="counts">{counts}</dl>{facts}</section>'
         f'<section aria-labelledby="debt-h"><h2 id="debt-h">Reflection debt</h2>'
         f'<p class="note">Consolidation is suggested when either gauge reaches '
-        f"{debt.threshold_importance} importance.</p>{gauges}{suggestion}</section>"
+        f"{debt.threshold_importance} importance.</p>{gauges}{suggestion}"
+        f"{consolidate_now(offer, viewer)}</section>"
         f'<section aria-labelledby="chart-h"><h2 id="chart-h">Memories over time</h2>'
         + (
             chart(timeline)
@@ -609,6 +655,7 @@ def memory_page(
     next_offset: str | None,
     back: str = PREFIX,
     notice: str | None = None,
+    corrections: str = "",
 ) -> str:
     """``back``: where the person goes once this memory is deleted (the page they came
     from, else its parent)."""
@@ -625,6 +672,7 @@ def memory_page(
         f'<article class="memory-page t{found.tier}"><p class="meta">{" ".join(facts)}</p>'
         f'<blockquote class="content">{esc(found.content)}</blockquote>'
         f'<p class="note">id <code>{esc(found.memory_id)}</code></p></article>'
+        f"{corrections}"
     )
     up = found.consolidated_into or []
     body += '<section aria-labelledby="up-h"><h2 id="up-h">Up: built from this</h2>'
@@ -662,6 +710,8 @@ def memory_page(
             f'<input type="hidden" name="ids" value="{esc(found.memory_id)}">'
             f'<input type="hidden" name="back" value="{esc(back)}">'
             f'<input type="hidden" name="cancel" value="{esc(memory_url(found.memory_id))}">'
+            f'<a class="button" href="{esc(memory_url(found.memory_id))}/correct">'
+            "Correct this memory…</a>"
             '<button type="submit" class="danger">Delete this memory…</button></form>'
         )
     return page(f"Tier {found.tier} {TIER_NAMES[found.tier]}", body, viewer, notice=notice)
@@ -786,81 +836,6 @@ def confirm_delete(
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
-
-
-def tidy_page(
-    viewer: Viewer,
-    stats: schemas.StatsResponse,
-    keys: schemas.KeyList | None,
-    *,
-    minted: schemas.KeyCreated | None = None,
-    notice: str | None = None,
-    error: str | None = None,
-) -> str:
-    export = (
-        '<section aria-labelledby="export-h"><h2 id="export-h">Export</h2>'
-        "<p>The whole vault as one file (NDJSON, one memory a line, every tier with its "
-        "lineage): <code>mcp-memoryrouter import</code> reads it back.</p>"
-        f'<p><a class="button" href="{PREFIX}/export" download>Download the export</a></p>'
-        "</section>"
-    )
-    if viewer.read_only:
-        return page(
-            "Tidy",
-            export + '<p class="note">This key is read-only: it can look and export, not '
-            "delete, wipe or manage keys.</p>",
-            viewer,
-            current="/tidy",
-            notice=notice,
-            error=error,
-        )
-    shown = ""
-    if minted is not None:
-        shown = (
-            '<div class="card minted" role="status"><p><strong>New read-only key '
-            f"&ldquo;{esc(minted.name)}&rdquo;.</strong> Copy it now: it is shown once.</p>"
-            f'<p><code class="secret">{esc(minted.key)}</code></p></div>'
-        )
-    rows = ""
-    for k in keys.keys if keys else []:
-        revoke = (
-            f'<form method="post" action="{PREFIX}/keys/revoke" data-confirm="Revoke the key '
-            f'{esc(k.name)}? Anything using it stops working.">{csrf_field(viewer)}'
-            f'<input type="hidden" name="id" value="{esc(k.id)}">'
-            f'<button type="submit" class="danger small" aria-label="Revoke {esc(k.name)}">'
-            "Revoke</button></form>"
-        )
-        rows += (
-            f"<tr><td>{esc(k.name)}</td><td><code>{esc(k.prefix or '—')}…</code></td>"
-            f"<td>{'read-only' if k.read_only else 'read-write'}</td>"
-            f"<td>{esc(day(k.created_at))}</td><td>{esc(day(k.last_used_at))}</td>"
-            f"<td>{revoke}</td></tr>"
-        )
-    key_section = (
-        '<section aria-labelledby="keys-h"><h2 id="keys-h">Keys</h2>'
-        f'{shown}<table class="keys"><caption>The vault\'s keys (never their secrets)'
-        '</caption><thead><tr><th scope="col">Name</th><th scope="col">Starts</th>'
-        '<th scope="col">Access</th><th scope="col">Created</th><th scope="col">Last used'
-        '</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>'
-        f"<tbody>{rows}</tbody></table>"
-        f'<form method="post" action="{PREFIX}/keys" class="row">{csrf_field(viewer)}'
-        '<div><label for="key-name">Name of a new read-only key</label>'
-        '<input id="key-name" name="name" maxlength="100" required></div>'
-        '<div><button type="submit">Make a read-only key</button></div></form></section>'
-    )
-    wipe = (
-        '<section aria-labelledby="wipe-h"><h2 id="wipe-h">Wipe the vault</h2>'
-        f"<p>Deletes all {stats.total_memories} memories at every tier, for good. Keys stay. "
-        "Export first if you may want them back.</p>"
-        f'<form method="post" action="{PREFIX}/wipe">{csrf_field(viewer)}'
-        f'<label for="confirm-wipe">Type the vault reference <code>{esc(viewer.vault_ref)}'
-        "</code> to confirm</label>"
-        '<input id="confirm-wipe" name="confirm" autocomplete="off" spellcheck="false" required>'
-        '<button type="submit" class="danger">Wipe every memory</button></form></section>'
-    )
-    return page(
-        "Tidy", export + key_section + wipe, viewer, current="/tidy", notice=notice, error=error
-    )
 
 
 def problem(title: str, message: str, viewer: Viewer | None, *, back: str | None = None) -> str:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from mcp_memoryrouter.auth.database import Database, PostgresPool, SqliteDatabase
 from mcp_memoryrouter.auth.sealing import SealedElsewhere, Sealer
+from mcp_memoryrouter.ui import corrections
+from mcp_memoryrouter.ui.corrections import Corrections
 
 UI_DB_FILE = "ui.sqlite3"
 IDLE_SECONDS = 8 * 3600
@@ -30,7 +32,7 @@ LIFETIME_SECONDS = 7 * 86_400
 # last_seen is written at most this often, so reading pages is not a write per request
 TOUCH_SECONDS = 60
 
-SCHEMA = """
+SESSIONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ui_sessions (
     digest TEXT PRIMARY KEY,
     vault_ref TEXT NOT NULL,
@@ -42,6 +44,8 @@ CREATE TABLE IF NOT EXISTS ui_sessions (
     shown_once TEXT
 );
 """
+# the sessions, and the links the explorer keeps beside them
+SCHEMA = SESSIONS_SCHEMA + corrections.SCHEMA
 
 
 def _digest(secret: str) -> str:
@@ -87,6 +91,10 @@ class UiSessions:
 
     def close(self) -> None:
         self._close()
+
+    def corrections(self) -> Corrections:
+        """The corrections' links, in the same database as the sessions."""
+        return Corrections(self._db)
 
     @property
     def remote(self) -> bool:

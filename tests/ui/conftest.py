@@ -8,15 +8,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from tests.auth.conftest import OAuthServer, oauth_server_at
+from tests.auth.conftest import OAuthServer, grant_tokens, oauth_server_at
 from tests.support import CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,3 +192,11 @@ def stats(server: OAuthServer, key: str) -> dict[str, Any]:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, indent=1)
+
+
+def connect_app(server: OAuthServer, key: str) -> tuple[str, dict[str, Any]]:
+    """An app signed in to ``key``'s vault through the consent pages: (its client id, its
+    tokens). Run off the test's thread, where Playwright's event loop runs."""
+    with ThreadPoolExecutor(1) as pool:
+        connected = pool.submit(lambda: anyio.run(grant_tokens, server, key))
+        return connected.result(timeout=60)

@@ -232,8 +232,8 @@ def test_tidy_exports_mints_revokes_and_wipes_with_typed_confirmation(
     lines = [json.loads(x) for x in text.splitlines() if x.strip()]
     assert len(lines) == stats(server, server.key)["total_memories"]
 
-    page.get_by_label("Name of a new read-only key").fill("phone")
-    page.get_by_role("button", name="Make a read-only key").click()
+    page.get_by_label("Name of the new key").fill("phone")
+    page.get_by_role("button", name="Make the key").click()  # read-only unless chosen
     minted = page.locator("code.secret").inner_text()
     assert minted.startswith("mk_")
     assert api(server, "GET", "/v1/keys/current", minted)["read_only"] is True

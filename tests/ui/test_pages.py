@@ -14,6 +14,7 @@ from tests.ui.conftest import (
     PHONE,
     Seeded,
     axe_violations,
+    connect_app,
     dumps,
     needs_browser,
     shoot,
@@ -30,9 +31,20 @@ def pages(server: OAuthServer, seeded: Seeded) -> dict[str, str]:
         "timeline": "/ui/timeline",
         "reflection-tier3": f"/ui/memories/{seeded.tier3}",
         "reflection-tier2": f"/ui/memories/{seeded.tier2['garden']}",
-        "moment": f"/ui/memories/{seeded.raw['garden'][0]}",
+        "moment": f"/ui/memories/{seeded.raw['recent'][2]}",
+        "add": "/ui/add",
+        "correct": f"/ui/memories/{seeded.raw['recent'][2]}/correct",
         "tidy": "/ui/tidy",
     }
+
+
+def corrected_and_connected(page: Page, server: OAuthServer, seeded: Seeded) -> None:
+    """A correction stored and an app connected, so their pages show them."""
+    page.goto(server.base + f"/ui/memories/{seeded.raw['recent'][2]}/correct")
+    page.get_by_label("What is right").fill("Ana is visiting from Porto, not Lisbon.")
+    page.get_by_role("button", name="Store the correction").click()
+    page.wait_for_url(server.base + f"/ui/memories/{seeded.raw['recent'][2]}")
+    connect_app(server, server.key)
 
 
 def outside_requests(page: Page, server: OAuthServer) -> list[str]:
@@ -61,6 +73,7 @@ def test_every_page_is_accessible_local_and_fits_a_phone(
     page.goto(server.base + "/ui/sign-in")
     check(page, "sign-in", "desktop")
     sign_in(page, server, server.key)
+    corrected_and_connected(page, server, seeded)
     for width, size in (("desktop", DESKTOP), ("phone", PHONE)):
         page.set_viewport_size(size)  # type: ignore[arg-type]
         for name, path in pages(server, seeded).items():

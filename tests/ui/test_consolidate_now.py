@@ -1,0 +1,57 @@
+"""Beside the debt gauges, the overview says how to consolidate now: this server runs no
+model, so it shows the command that does it with one's own, naming this server. Run as
+shown (with a stand-in model), it leaves nothing waiting."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from playwright.sync_api import BrowserContext, expect
+
+from tests.auth.conftest import OAuthServer
+from tests.reflect.conftest import PROGRAM
+from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
+
+pytestmark = needs_browser
+
+
+def test_the_overview_shows_the_command_that_consolidates_now_and_it_runs_as_shown(
+    server: OAuthServer, seeded: Seeded, context: BrowserContext, tmp_path: Path
+) -> None:
+    page = context.new_page()
+    sign_in(page, server, server.key)
+    section = page.locator("section", has=page.get_by_role("heading", name="Reflection debt"))
+    expect(section.get_by_role("heading", name="Consolidate now")).to_be_visible()
+    shown = section.locator("pre.command").inner_text()
+    assert shown == (
+        'mcp-memoryrouter reflect --until-empty --key-file vault.key --model-cmd "llm"'
+        f" --api-url {server.base}"
+    )
+    assert stats(server, server.key)["reflection"]["unconsolidated"]["raw"]["units"] > 0
+    # as a person would: the key in vault.key (0600), the command with their own model
+    key_file = tmp_path / "vault.key"
+    key_file.write_text(server.key + "\n", encoding="utf-8")
+    key_file.chmod(0o600)
+    words = shlex.split(shown)
+    words[words.index("--model-cmd") + 1] = f"{sys.executable} {PROGRAM}"
+    words[0] = str(Path(sys.executable).with_name("mcp-memoryrouter"))
+    env = {**os.environ, "REFLECT_TEST_LOG": str(tmp_path / "model.log")}
+    env.pop("MEMORYROUTER_KEY", None)
+    done = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    left = stats(server, server.key)["reflection"]["unconsolidated"]
+    assert left["raw"]["units"] == 0
+
+
+def test_a_read_only_key_is_shown_the_command_and_no_button(
+    server: OAuthServer, seeded: Seeded, context: BrowserContext
+) -> None:
+    reader = api(server, "POST", "/v1/keys", server.key, name="reader", read_only=True)["key"]
+    page = context.new_page()
+    sign_in(page, server, reader)
+    expect(page.locator("pre.command")).to_contain_text("reflect --until-empty")
+    assert page.get_by_role("button", name="Consolidate now").count() == 0
