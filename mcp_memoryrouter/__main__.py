@@ -1,3 +1,3 @@
-from mcp_memoryrouter.cli import main
+from mcp_memoryrouter.commands import main
 
 main()

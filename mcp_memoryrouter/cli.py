@@ -1,8 +1,12 @@
-"""The ``mcp-memoryrouter`` command: serve the vault, manage keys."""
+"""``mcp-memoryrouter serve`` and ``stdio``: the server's composition root.
+
+The command group and the commands that serve nothing are in :mod:`commands`, which loads
+this module (and so the whole app) only when ``serve`` or ``stdio`` is asked for; ``main``
+is importable from here too, with every command on it.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import anyio
@@ -14,16 +18,9 @@ from mcp_memoryrouter import __version__, edge
 from mcp_memoryrouter.accesslog import keep_secrets_out_of_the_access_log
 from mcp_memoryrouter.app import create_server, create_stdio_server, is_loopback
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.commands import main as main  # serve and stdio join it; tests use it
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.errors import (
-    MemoryRouterError,
-    NotFound,
-    StartupError,
-    StoreUnavailable,
-    Unauthorized,
-)
-from mcp_memoryrouter.limits import MAX_ID_CHARS
-from mcp_memoryrouter.schemas import hidden
+from mcp_memoryrouter.errors import MemoryRouterError, StartupError, Unauthorized
 from mcp_memoryrouter.startup import (
     Listening,
     announce_serving,
@@ -33,22 +30,8 @@ from mcp_memoryrouter.startup import (
     stdio_command,
     withdraw_serving,
 )
-from mcp_memoryrouter.vault.app import build_service, migrate_store
-from mcp_memoryrouter.vault.http import render
-from mcp_memoryrouter.vault.keyring import Keyring
 from mcp_memoryrouter.vault.rules.access import looks_like_key, split_mode
-from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite.owner import StoreInUse
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="mcp-memoryrouter")
-def main() -> None:
-    """MemoryRouter: a three-tier memory vault for AI assistants.
-
-    Configuration comes from MEMORYROUTER_* environment variables (MEMORYROUTER_DATA_DIR,
-    MEMORYROUTER_LEASE_SECONDS, ...) and the flags below.
-    """
 
 
 @main.command()
@@ -216,164 +199,3 @@ def stdio() -> None:
             await client.aclose()
 
     anyio.run(run)
-
-
-@main.group()
-def keys() -> None:
-    """Create, list and revoke memory keys, beside the data.
-
-    These commands open the store directly (MEMORYROUTER_DATA_DIR or
-    MEMORYROUTER_DATABASE_URL), so whoever can run them there needs no key: this is how a
-    lost key is replaced. Over HTTP, a read-write key uses GET/POST /v1/keys and
-    DELETE /v1/keys/{id} instead (see docs/keys.md).
-    """
-
-
-def _keyring() -> tuple[VaultService, Keyring]:
-    try:
-        service, _ = build_service(Settings(), start_worker=False)
-    except (StoreUnavailable, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    return service, service.keys
-
-
-def _key_name(_: click.Context, __: click.Parameter, name: str) -> str:
-    """The name ``keys create`` gives a key: the rule ``POST /v1/keys`` applies."""
-    problem = next((f"U+{ord(c):04X}" for c in name if hidden(c)), None)
-    if problem is not None:
-        raise click.BadParameter(
-            f"holds {problem}, a control or formatting character (a terminal would act on "
-            "it when the name is listed): use letters, digits, spaces and punctuation"
-        )
-    if not 1 <= len(name) <= MAX_ID_CHARS:
-        raise click.BadParameter(f"give a name of 1 to {MAX_ID_CHARS} characters")
-    return name
-
-
-def visible(text: str) -> str:
-    """``text`` for a terminal: each control or formatting character shown as <U+001B>, never
-    sent raw (names stored before they were checked may hold escape sequences)."""
-    return "".join(f"<U+{ord(c):04X}>" if hidden(c) else c for c in text)
-
-
-@keys.command("create")
-@click.option("--read-only", is_flag=True, help="The key can search and inspect, never write.")
-@click.option(
-    "--name",
-    default="default",
-    show_default=True,
-    callback=_key_name,
-    help=f"A label for the key: up to {MAX_ID_CHARS} characters, no control or formatting "
-    "characters.",
-)
-@click.option(
-    "--vault",
-    "vault_ref",
-    metavar="VR_REF",
-    help="Add the key to this existing vault (its vr_… reference, as status and `keys list` "
-    "show it) instead of creating a new vault.",
-)
-@click.option("--json", "as_json", is_flag=True, help='Print {"key", "vault", "id"}.')
-def keys_create(read_only: bool, name: str, vault_ref: str | None, as_json: bool) -> None:
-    """Print a new memory key (shown only once): of a new vault, or with --vault of an
-    existing one (the way back in when its keys are lost)."""
-    service, keyring = _keyring()
-    try:
-        if vault_ref is None:
-            key, ref = keyring.create_vault(name=name, read_only=read_only)
-            key_id = keyring.vault_keys(keyring.vault_id(ref))[0].id
-        else:
-            key, record = keyring.add_to_vault(vault_ref, name, read_only)
-            ref, key_id = record.vault_ref, record.id
-    except NotFound as exc:
-        raise click.ClickException(
-            f"{exc.message}: `mcp-memoryrouter keys list` shows them"
-        ) from exc
-    finally:
-        service.close()
-    if as_json:
-        click.echo(json.dumps({"key": key, "vault": ref, "id": key_id}))
-    else:
-        click.echo(f"vault {ref}\nkey   {key}\nid    {key_id}")
-    sys.stdout.flush()
-
-
-@keys.command("list")
-@click.option("--vault", "vault_ref", metavar="VR_REF", help="Only this vault's keys.")
-@click.option("--json", "as_json", is_flag=True, help="Print the vaults and their keys as JSON.")
-def keys_list(vault_ref: str | None, as_json: bool) -> None:
-    """List the keys of every vault (or of one): id, name, prefix, mode, created, last used.
-
-    Secrets are never shown: the prefix is a key's first characters, to recognise it."""
-    service, keyring = _keyring()
-    try:
-        vaults = keyring.vaults()
-        if vault_ref is not None:
-            vaults = [(vault_id, ref) for vault_id, ref in vaults if ref == vault_ref]
-            if not vaults:
-                raise click.ClickException(f"no vault {vault_ref} here")
-        listed = [(ref, [render.key(k) for k in keyring.vault_keys(v)]) for v, ref in vaults]
-    finally:
-        service.close()
-    if as_json:
-        body = [{"vault": ref, "keys": [k.model_dump() for k in ks]} for ref, ks in listed]
-        click.echo(json.dumps({"vaults": body}))
-        return
-    for ref, ks in listed:
-        click.echo(f"vault {ref}")
-        for k in ks:
-            mode = "read-only" if k.read_only else "read-write"
-            click.echo(
-                f"  {k.id}  {k.prefix or '?':<8}…  {mode:<10}  created {k.created_at}  "
-                f"last used {k.last_used_at or 'never'}  {visible(k.name)}"
-            )
-
-
-@keys.command("revoke")
-@click.argument("key_id")
-def keys_revoke(key_id: str) -> None:
-    """Revoke the key KEY_ID (from `keys list`): its next request is refused (401).
-
-    Revoking a vault's last read-write key is allowed here, with a warning: run
-    `keys create --vault VR_REF` to get back in."""
-    service, keyring = _keyring()
-    try:
-        record = keyring.revoke_any(key_id)
-        left = keyring.vault_keys(keyring.vault_id(record.vault_ref))
-    except NotFound as exc:
-        raise click.ClickException(f"no key {key_id} here: `mcp-memoryrouter keys list`") from exc
-    finally:
-        service.close()
-    click.echo(f"revoked {record.id} ({visible(record.name)}) of vault {record.vault_ref}")
-    if not any(not k.read_only for k in left):
-        click.echo(
-            f"warning: vault {record.vault_ref} has no read-write key left; make one with "
-            f"`mcp-memoryrouter keys create --vault {record.vault_ref}`",
-            err=True,
-        )
-
-
-from mcp_memoryrouter.reflect.cli import register as register_reflect_commands  # noqa: E402
-
-register_reflect_commands(main)
-
-
-@main.command("migrate")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
-def migrate(as_json: bool) -> None:
-    """Create or upgrade the schema of the configured store, then exit.
-
-    The store is MEMORYROUTER_DATABASE_URL (postgresql://... or sqlite:///...) or the SQLite
-    vault in MEMORYROUTER_DATA_DIR. Safe to run any number of times, also while servers run:
-    migrations already applied are skipped, and on PostgreSQL concurrent runs wait for each
-    other. Servers migrate on start too; run this once before rolling out new replicas.
-    Exit status 1 when the store cannot be reached.
-    """
-    try:
-        kind, version = migrate_store(Settings())
-    except (StoreUnavailable, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    if as_json:
-        click.echo(json.dumps({"store": kind, "schema_version": version}))
-    else:
-        click.echo(f"{kind} schema at version {version}")

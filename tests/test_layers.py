@@ -72,7 +72,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "cli": (
-        ["cli", "__main__"],
+        ["cli", "__main__", "commands"],
         [
             *["foundation", "schemas", "config", "rules", "store", "service", "http"],
             *["vault root", "client", "reflect", "reflect cli", "startup", "edge", "app"],
@@ -80,7 +80,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     ),
 }
 # Where settings come from the environment; everything else is handed its values.
-ENVIRONMENT_READERS = ["config", "app", "vault.app", "cli", "reflect.cli"]
+ENVIRONMENT_READERS = ["config", "app", "vault.app", "cli", "commands", "reflect.cli"]
 # The pure rules: time comes in as an argument, and nothing here touches the outside.
 PURE = [
     "vault.rules",

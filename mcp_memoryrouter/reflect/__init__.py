@@ -9,27 +9,10 @@ against a local server and a remote one.
   opt-out, log) around it.
 - :mod:`.prompt` and :mod:`.parse` what the model reads and how its answer is read;
   :mod:`.models` the command and chat-endpoint adapters.
-- :mod:`.archive`, :mod:`.export`, :mod:`.importer` a whole vault as JSONL and back.
+- :mod:`.archive`, :mod:`.export`, :mod:`.importer` a whole vault as JSONL and back;
+  :mod:`.history` and :mod:`.chat_export` a ChatGPT or Claude history brought in.
+- :mod:`.cli` the commands: what each takes (light, so ``--help`` starts at once) and what
+  it does, imported when it runs.
+
+The package itself imports nothing: a command's options are read without loading the loop.
 """
-
-from mcp_memoryrouter.errors import InvalidAnswer, ModelFailure
-from mcp_memoryrouter.reflect.auto import AutoConsolidator, AutoOutcome
-from mcp_memoryrouter.reflect.batch import BatchResult, NothingFree, consolidate_batch
-from mcp_memoryrouter.reflect.loop import RunReport, backfill, run_triggered
-from mcp_memoryrouter.reflect.models import ChatModel, CommandModel, Model
-
-__all__ = [
-    "AutoConsolidator",
-    "AutoOutcome",
-    "BatchResult",
-    "ChatModel",
-    "CommandModel",
-    "InvalidAnswer",
-    "Model",
-    "ModelFailure",
-    "NothingFree",
-    "RunReport",
-    "backfill",
-    "consolidate_batch",
-    "run_triggered",
-]

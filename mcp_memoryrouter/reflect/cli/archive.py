@@ -1,5 +1,6 @@
-"""``import`` and ``export``: a whole vault as JSONL (see :mod:`reflect.archive`) and back;
-``import --from chatgpt|claude``: a chat history (see :mod:`reflect.history`)."""
+"""What ``import`` and ``export`` do: a whole vault as JSONL (see :mod:`reflect.archive`) and
+back; ``import --from chatgpt|claude``: a chat history (see :mod:`reflect.chat_export`).
+Their options and help are in :mod:`.commands`."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.private import open_private
 from mcp_memoryrouter.reflect.archive import Archive, read_archive
 from mcp_memoryrouter.reflect.chat_export import looks_like_zip, read_export
-from mcp_memoryrouter.reflect.cli.options import vault_failure, vault_options
+from mcp_memoryrouter.reflect.cli.options import vault_failure
 from mcp_memoryrouter.reflect.export import export_vault
-from mcp_memoryrouter.reflect.history import SOURCES, History, Source
+from mcp_memoryrouter.reflect.history import History, Source
 from mcp_memoryrouter.reflect.importer import (
     import_archive,
     import_history,
@@ -30,38 +31,8 @@ from mcp_memoryrouter.reflect.importer import (
 )
 
 
-@click.command("import")
-@vault_options
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--from",
-    "source",
-    type=click.Choice(["archive", *SOURCES]),
-    default="archive",
-    show_default=True,
-    help="What FILE is: a JSONL archive, or a ChatGPT or Claude data export (the zip the "
-    "service sent, or the conversations.json inside it).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-def import_command(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
-    """Import a JSONL file (raw messages, or a whole vault written by `export`), or a chat
-    history exported by ChatGPT or Claude (--from chatgpt|claude FILE).
-
-    JSONL: each line is {"content": ..., "role"?: ..., "date"?: ..., "session_id"?: ...};
-    lines from `export` also carry tier, importance, covers and sources, and their
-    reflections are recreated with their lineage: such an archive goes into an empty vault
-    only (refused before anything is sent otherwise). Plain lines go into any vault.
-
-    A chat history: FILE is the zip the service sent (read in memory, nothing extracted)
-    or the conversations.json inside it. The user's and the assistant's messages of each
-    conversation, in the order and on the branch last shown, with their dates, one session
-    per conversation (chatgpt-ID, claude-ID). System, tool and hidden messages and
-    attachments are skipped and counted. Importing the same file again stores nothing new,
-    so an interrupted import is resumed by running it again.
-
-    The whole file is checked first: a bad line or conversation stops the import before
-    anything is sent, naming it.
-    """
+def run_import(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
+    """``import``: the whole file read and checked, then sent; the counts printed."""
     if source != "archive":
         _import_history(api_url, key, file, "chatgpt" if source == "chatgpt" else "claude", as_json)
         return
@@ -165,18 +136,8 @@ def _read_history(file: Path, source: Source) -> History:
         raise click.ClickException(f"cannot read {file}: {type(exc).__name__}: {exc}") from exc
 
 
-@click.command()
-@vault_options
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write here instead of stdout: a new file readable by you alone (0600), moved into "
-    "place only once the export is complete. A symbolic link there is refused, never followed.",
-)
-def export(api_url: str, key: str, output: Path | None) -> None:
-    """Export the whole vault, every tier with its lineage, as JSONL that `import` reads."""
+def run_export(api_url: str, key: str, output: Path | None) -> None:
+    """``export``: every memory to stdout, or to a new private file moved into place."""
 
     async def run(write: Callable[[str], object]) -> int:
         client = VaultClient(api_url, key)

@@ -1,9 +1,13 @@
-"""``reflect`` (the historical backfill) and ``auto`` (one debt-triggered run)."""
+"""What ``reflect`` (the historical backfill) and ``auto`` (one debt-triggered run) do; their
+options and help are in :mod:`.commands`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -15,42 +19,14 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.reflect.auto import AutoConsolidator, AutoOutcome
 from mcp_memoryrouter.reflect.batch import BatchResult
-from mcp_memoryrouter.reflect.cli.options import (
-    ModelSpec,
-    model_options,
-    opened,
-    vault_failure,
-    vault_options,
-)
+from mcp_memoryrouter.reflect.cli.options import ModelSpec, vault_failure
 from mcp_memoryrouter.reflect.home import default_home
-from mcp_memoryrouter.reflect.loop import RunReport, backfill
-from mcp_memoryrouter.reflect.models import Model
+from mcp_memoryrouter.reflect.loop import MAX_FAILURES_IN_A_ROW, RunReport, backfill, waiting
+from mcp_memoryrouter.reflect.models import ChatModel, CommandModel, Model, model_key_from
 from mcp_memoryrouter.reflect.trigger import SourceTier
 
 
-@click.command()
-@vault_options
-@model_options
-@click.option(
-    "--tier",
-    type=click.IntRange(1, 2),
-    default=None,
-    help="1: raw memories into reflections; 2: reflections into high-level ones. "
-    "Default: tier 1, then tier 2.",
-)
-@click.option(
-    "--until-empty",
-    is_flag=True,
-    help="Consolidate everything, not only until the server's debt suggestion clears.",
-)
-@click.option("--max-batches", type=click.IntRange(min=1), help="Stop after N batches per tier.")
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(min=1),
-    help="Token cap of one batch (the server clamps it to 1,000-200,000).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON summary per tier.")
-def reflect(
+def run_reflect(
     api_url: str,
     key: str,
     model: ModelSpec,
@@ -60,17 +36,7 @@ def reflect(
     max_tokens: int | None,
     as_json: bool,
 ) -> None:
-    """Consolidate the vault with your model: a resumable historical backfill.
-
-    Checks out the oldest unconsolidated memories, has the model write reflections from the
-    server's instructions, commits them, and repeats: until the server's debt suggestion for
-    the tier clears, or with --until-empty until nothing is left. The server keeps all the
-    state, so an interrupted run resumes by running the command again. A batch the model
-    fails is left uncommitted; its memories return to the pool when the lease runs out.
-
-    Exit status: 0 when every batch was committed, 1 when a batch failed or the vault
-    refused, 2 for wrong usage.
-    """
+    """``reflect``: the backfill of the tier asked (default 1, then 2), a summary per tier."""
     tiers: tuple[SourceTier, ...] = (1, 2) if tier is None else ((1,) if tier == 1 else (2,))
 
     async def run() -> list[RunReport]:
@@ -171,6 +137,7 @@ def summary(tier: SourceTier, report: RunReport) -> dict[str, Any]:
         "reflections": sum(b.reflections for b in committed),
         "failed_batches": len(report.failed),
         "stopped": report.stopped,
+        "waiting": None if report.reflection is None else waiting(report.reflection, tier),
         "debt": None
         if debt is None
         else {
@@ -182,35 +149,48 @@ def summary(tier: SourceTier, report: RunReport) -> dict[str, Any]:
 
 
 def summary_line(tier: SourceTier, report: RunReport) -> str:
+    """One tier's run in words: what was committed, why it stopped, and what to do next."""
     s = summary(tier, report)
-    debt = s["debt"] or {"raw_importance": "?", "tier2_importance": "?"}
-    return (
-        f"tier {tier}: {s['batches']} batches committed, {s['memories']} memories into "
-        f"{s['reflections']} reflections, {s['failed_batches']} failed ({s['stopped']}); "
-        f"debt left: raw {debt['raw_importance']}, tier 2 {debt['tier2_importance']} importance"
+    done = (
+        f"tier {tier}: {counted(s['batches'], 'batch', 'batches')} committed, "
+        f"{counted(s['memories'], 'memory', 'memories')} into "
+        f"{counted(s['reflections'], 'reflection', 'reflections')}"
     )
+    if s["failed_batches"]:
+        done += f", {counted(s['failed_batches'], 'batch', 'batches')} failed"
+    return f"{done}; {report.stopped}: {_why_stopped(tier, report)}"
 
 
-@click.command()
-@vault_options
-@model_options
-@click.option(
-    "--home",
-    envvar="MEMORYROUTER_HOME",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    show_envvar=True,
-    help="The directory of the lock, cooldown state, log and config (default ~/.memoryrouter).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
-def auto(api_url: str, key: str, model: ModelSpec, home: Path | None, as_json: bool) -> None:
-    """One debt-triggered consolidation run, exactly as the connectors do it.
+def _why_stopped(tier: SourceTier, report: RunReport) -> str:
+    noun = "raw memories" if tier == 1 else "reflections"
+    debt = report.reflection
+    if debt is None:
+        return "the vault's debt is unknown"
+    left = f"{waiting(debt, tier)} {noun}"
+    importance = (
+        debt.unconsolidated.raw.importance_equiv
+        if tier == 1
+        else debt.unconsolidated.tier2.importance
+    )
+    return {
+        "below_threshold": f"{left} wait, under the server's threshold ({importance} of "
+        f"{debt.threshold_importance} importance); --until-empty consolidates them now",
+        "nothing_to_consolidate": f"no {noun} left to consolidate",
+        "all_leased": f"the {left} left are leased to other batches (another run's, or a "
+        "failed batch's until its lease runs out): run again later",
+        "batch_limit": f"--max-batches reached, {left} wait",
+        "batch_failed": f"{MAX_FAILURES_IN_A_ROW} batches failed in a row (why: above), "
+        f"{left} wait",
+        "no_tier_named": "the server's suggestion names no tier this client consolidates",
+    }[report.stopped]
 
-    Reads the vault's debt; runs only when the server suggests consolidation, autoConsolidate
-    is not false in config.json, no other run holds ~/.memoryrouter/consolidate.lock and the
-    last run completed over 30 minutes ago. At most 3 batches, with a fresh debt check
-    between them. Always exits 0: failures go to ~/.memoryrouter/consolidate.log.
-    """
+
+def counted(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
+
+
+def run_auto(api_url: str, key: str, model: ModelSpec, home: Path | None, as_json: bool) -> None:
+    """``auto``: one debt-triggered run, as the connectors do it; always exits 0."""
 
     async def run() -> AutoOutcome:
         async with opened(api_url, key, model) as (client, writer):
@@ -234,6 +214,37 @@ def outcome_body(outcome: AutoOutcome) -> dict[str, Any]:
 
 
 def outcome_line(outcome: AutoOutcome) -> str:
+    """The outcome in words; below the threshold, the command that consolidates now."""
     body = outcome_body(outcome)
-    ran = f": {body['batches']} batches committed ({body['stopped']})" if outcome.report else ""
-    return f"{outcome.status}{ran}{' ' + outcome.detail if outcome.detail else ''}"
+    if outcome.report:
+        ran = f"{counted(body['batches'], 'batch', 'batches')} committed"
+        if body["failed_batches"]:
+            ran += f", {counted(body['failed_batches'], 'batch', 'batches')} failed"
+        return f"ran: {ran}; stopped: {body['stopped']}"
+    if outcome.status == "below_threshold":
+        return (
+            f"below_threshold: {outcome.detail}. To consolidate them now: "
+            "mcp-memoryrouter reflect --until-empty (with --model-cmd or --model-url)"
+        )
+    return f"{outcome.status}{': ' + outcome.detail if outcome.detail else ''}"
+
+
+@contextlib.asynccontextmanager
+async def opened(
+    api_url: str, key: str, spec: ModelSpec
+) -> AsyncIterator[tuple[VaultClient, Model]]:
+    """The vault client and the model, closed on the way out."""
+    client = VaultClient(api_url, key)
+    try:
+        if spec.command is not None:
+            yield client, CommandModel(spec.command, timeout=spec.timeout)
+            return
+        chat = ChatModel(
+            spec.url or "", spec.name or "", model_key_from(os.environ), timeout=spec.timeout
+        )
+        try:
+            yield client, chat
+        finally:
+            await chat.aclose()
+    finally:
+        await client.aclose()

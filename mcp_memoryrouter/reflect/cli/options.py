@@ -1,12 +1,16 @@
-"""Options the consolidation commands share: where the vault is, which model writes."""
+"""Options the consolidation commands share: where the vault is, which model writes.
+
+Read by every command's ``--help``, so it imports click and the standard library alone:
+the client and the model adapters are for the commands' work (``archive``, ``consolidate``).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
+import shlex
 import stat
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -14,18 +18,11 @@ from typing import Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
-from mcp_memoryrouter.reflect.models import (
-    DEFAULT_TIMEOUT,
-    ChatModel,
-    CommandModel,
-    Model,
-    model_key_from,
-)
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_API_URL = "http://127.0.0.1:8787"
+MODEL_TIMEOUT = 600.0  # seconds: reflect.models.DEFAULT_TIMEOUT (a test holds them equal)
 
 
 KEY_FILE_MAX_BYTES = 4096  # a memory key is under 100 characters
@@ -149,9 +146,11 @@ class ModelSpec:
             raise click.UsageError("--model-url needs --model NAME")
         if self.command is not None:
             try:
-                CommandModel(self.command)
+                argv = shlex.split(self.command)  # as reflect.models.CommandModel splits it
             except ValueError as exc:
                 raise click.UsageError(f"--model-cmd: {exc}") from exc
+            if not argv:
+                raise click.UsageError("--model-cmd: the model command is empty")
 
 
 _MODEL_OPTIONS = (
@@ -168,7 +167,7 @@ _MODEL_OPTIONS = (
     click.option(
         "--model-timeout",
         type=click.FloatRange(min=1),
-        default=DEFAULT_TIMEOUT,
+        default=MODEL_TIMEOUT,
         show_default=True,
         help="Seconds to wait for one answer.",
     ),
@@ -195,24 +194,3 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(_MODEL_OPTIONS):
         wrapped = option(wrapped)
     return wrapped
-
-
-@contextlib.asynccontextmanager
-async def opened(
-    api_url: str, key: str, spec: ModelSpec
-) -> AsyncIterator[tuple[VaultClient, Model]]:
-    """The vault client and the model, closed on the way out."""
-    client = VaultClient(api_url, key)
-    try:
-        if spec.command is not None:
-            yield client, CommandModel(spec.command, timeout=spec.timeout)
-            return
-        chat = ChatModel(
-            spec.url or "", spec.name or "", model_key_from(os.environ), timeout=spec.timeout
-        )
-        try:
-            yield client, chat
-        finally:
-            await chat.aclose()
-    finally:
-        await client.aclose()

@@ -1,0 +1,146 @@
+"""``reflect``, ``auto``, ``import`` and ``export``: what each command takes, and its help.
+
+Every ``--help`` and every wrong usage is answered from here, so this module imports click
+and the options alone. What a command does is in :mod:`.consolidate` and :mod:`.archive`
+(the client, the loop, the readers), imported when the command runs: importing them here
+made ``--version`` pay for pydantic, the HTTP client and the model adapters
+(``bench/cli_startup.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mcp_memoryrouter.reflect.cli.options import ModelSpec, model_options, vault_options
+from mcp_memoryrouter.reflect.history import SOURCES
+
+
+@click.command()
+@vault_options
+@model_options
+@click.option(
+    "--tier",
+    type=click.IntRange(1, 2),
+    default=None,
+    help="1: raw memories into reflections; 2: reflections into high-level ones. "
+    "Default: tier 1, then tier 2.",
+)
+@click.option(
+    "--until-empty",
+    is_flag=True,
+    help="Consolidate everything, not only until the server's debt suggestion clears.",
+)
+@click.option("--max-batches", type=click.IntRange(min=1), help="Stop after N batches per tier.")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    help="Token cap of one batch (the server clamps it to 1,000-200,000).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON summary per tier.")
+def reflect(
+    api_url: str,
+    key: str,
+    model: ModelSpec,
+    tier: int | None,
+    until_empty: bool,
+    max_batches: int | None,
+    max_tokens: int | None,
+    as_json: bool,
+) -> None:
+    """Consolidate the vault with your model: a resumable historical backfill.
+
+    Checks out the oldest unconsolidated memories, has the model write reflections from the
+    server's instructions, commits them, and repeats: until the server's debt suggestion for
+    the tier clears, or with --until-empty until nothing is left. The server keeps all the
+    state, so an interrupted run resumes by running the command again. A batch the model
+    fails is left uncommitted; its memories return to the pool when the lease runs out.
+
+    Exit status: 0 when every batch was committed, 1 when a batch failed or the vault
+    refused, 2 for wrong usage.
+    """
+    from mcp_memoryrouter.reflect.cli import consolidate  # imported as it runs
+
+    consolidate.run_reflect(
+        api_url, key, model, tier, until_empty, max_batches, max_tokens, as_json
+    )
+
+
+@click.command()
+@vault_options
+@model_options
+@click.option(
+    "--home",
+    envvar="MEMORYROUTER_HOME",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    show_envvar=True,
+    help="The directory of the lock, cooldown state, log and config (default ~/.memoryrouter).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def auto(api_url: str, key: str, model: ModelSpec, home: Path | None, as_json: bool) -> None:
+    """One debt-triggered consolidation run, exactly as the connectors do it.
+
+    Reads the vault's debt; runs only when the server suggests consolidation, autoConsolidate
+    is not false in config.json, no other run holds ~/.memoryrouter/consolidate.lock and the
+    last run completed over 30 minutes ago. At most 3 batches, with a fresh debt check
+    between them. Always exits 0: failures go to ~/.memoryrouter/consolidate.log.
+    """
+    from mcp_memoryrouter.reflect.cli import consolidate  # imported as it runs
+
+    consolidate.run_auto(api_url, key, model, home, as_json)
+
+
+@click.command("import")
+@vault_options
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["archive", *SOURCES]),
+    default="archive",
+    show_default=True,
+    help="What FILE is: a JSONL archive, or a ChatGPT or Claude data export (the zip the "
+    "service sent, or the conversations.json inside it).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def import_command(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
+    """Import a JSONL file (raw messages, or a whole vault written by `export`), or a chat
+    history exported by ChatGPT or Claude (--from chatgpt|claude FILE).
+
+    JSONL: each line is {"content": ..., "role"?: ..., "date"?: ..., "session_id"?: ...};
+    lines from `export` also carry tier, importance, covers and sources, and their
+    reflections are recreated with their lineage: such an archive goes into an empty vault
+    only (refused before anything is sent otherwise). Plain lines go into any vault.
+
+    A chat history: FILE is the zip the service sent (read in memory, nothing extracted)
+    or the conversations.json inside it. The user's and the assistant's messages of each
+    conversation, in the order and on the branch last shown, with their dates, one session
+    per conversation (chatgpt-ID, claude-ID). System, tool and hidden messages and
+    attachments are skipped and counted. Importing the same file again stores nothing new,
+    so an interrupted import is resumed by running it again.
+
+    The whole file is checked first: a bad line or conversation stops the import before
+    anything is sent, naming it.
+    """
+    from mcp_memoryrouter.reflect.cli import archive  # imported as it runs
+
+    archive.run_import(api_url, key, file, source, as_json)
+
+
+@click.command()
+@vault_options
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write here instead of stdout: a new file readable by you alone (0600), moved into "
+    "place only once the export is complete. A symbolic link there is refused, never followed.",
+)
+def export(api_url: str, key: str, output: Path | None) -> None:
+    """Export the whole vault, every tier with its lineage, as JSONL that `import` reads."""
+    from mcp_memoryrouter.reflect.cli import archive  # imported as it runs
+
+    archive.run_export(api_url, key, output)
