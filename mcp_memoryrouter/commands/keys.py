@@ -26,10 +26,9 @@ def keys() -> None:
 @click.option("--read-only", is_flag=True, help="The key can search and inspect, never write.")
 @click.option(
     "--name",
-    default="default",
-    show_default=True,
     help=f"A label for the key: up to {MAX_ID_CHARS} characters, no control or formatting "
-    "characters.",
+    "characters. Default: 'default' for a new vault's key; with --vault, 'key 2', 'key 3'… "
+    "after the vault's keys, never a name one of them has.",
 )
 @click.option(
     "--vault",
@@ -39,12 +38,12 @@ def keys() -> None:
     "show it) instead of creating a new vault.",
 )
 @click.option("--json", "as_json", is_flag=True, help='Print {"key", "vault", "id"}.')
-def keys_create(read_only: bool, name: str, vault_ref: str | None, as_json: bool) -> None:
+def keys_create(read_only: bool, name: str | None, vault_ref: str | None, as_json: bool) -> None:
     """Print a new memory key (shown only once): of a new vault, or with --vault of an
     existing one (the way back in when its keys are lost)."""
     from mcp_memoryrouter.commands import store  # imported as it runs: it opens the store
 
-    store.create_key(read_only, store.key_name(name), vault_ref, as_json)
+    store.create_key(read_only, None if name is None else store.key_name(name), vault_ref, as_json)
 
 
 @keys.command("list")

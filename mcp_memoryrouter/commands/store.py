@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 
 import click
 
@@ -48,13 +49,18 @@ def visible(text: str) -> str:
     return "".join(f"<U+{ord(c):04X}>" if hidden(c) else c for c in text)
 
 
-def create_key(read_only: bool, name: str, vault_ref: str | None, as_json: bool) -> None:
+def create_key(read_only: bool, name: str | None, vault_ref: str | None, as_json: bool) -> None:
+    """A key of a new vault (named ``default`` unless ``name``), or of the vault
+    ``vault_ref`` (named after its keys unless ``name``: :func:`next_key_name`)."""
     service, keyring = _keyring()
     try:
         if vault_ref is None:
-            key, ref = keyring.create_vault(name=name, read_only=read_only)
+            key, ref = keyring.create_vault(name=name or "default", read_only=read_only)
             key_id = keyring.vault_keys(keyring.vault_id(ref))[0].id
         else:
+            if name is None:
+                held = keyring.vault_keys(keyring.vault_id(vault_ref))
+                name = next_key_name([k.name for k in held])
             key, record = keyring.add_to_vault(vault_ref, name, read_only)
             ref, key_id = record.vault_ref, record.id
     except NotFound as exc:
@@ -68,6 +74,15 @@ def create_key(read_only: bool, name: str, vault_ref: str | None, as_json: bool)
     else:
         click.echo(f"vault {ref}\nkey   {key}\nid    {key_id}")
     sys.stdout.flush()
+
+
+def next_key_name(names: Sequence[str]) -> str:
+    """``key N``, N one past the number of keys the vault holds, raised past any name one
+    of them already has: a key added without a name is told apart in ``keys list``."""
+    number = len(names) + 1
+    while f"key {number}" in names:
+        number += 1
+    return f"key {number}"
 
 
 def list_keys(vault_ref: str | None, as_json: bool) -> None:

@@ -78,7 +78,7 @@ async def _require_empty(client: VaultClient) -> None:
     held = (await client.stats()).total_memories
     if held:
         raise Conflict(
-            f"the vault already holds {_count(held, 'memory', 'memories')}, and this archive "
+            f"the vault already holds {counted(held, 'memory', 'memories')}, and this archive "
             "has reflections (or consolidated memories): it is imported into an empty vault "
             "only. Import it into a new vault (`mcp-memoryrouter keys create` makes one and "
             "prints its key), or wipe this one first (DELETE /v1/memory, see docs/backup.md). "
@@ -87,7 +87,8 @@ async def _require_empty(client: VaultClient) -> None:
         )
 
 
-def _count(n: int, one: str, many: str) -> str:
+def counted(n: int, one: str, many: str) -> str:
+    """``1 memory``, ``0 memories``: the number and the word that agrees with it."""
     return f"{n} {one if n == 1 else many}"
 
 

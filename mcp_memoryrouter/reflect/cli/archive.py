@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,6 +25,7 @@ from mcp_memoryrouter.reflect.cli.options import vault_failure
 from mcp_memoryrouter.reflect.export import export_vault
 from mcp_memoryrouter.reflect.history import History, Source
 from mcp_memoryrouter.reflect.importer import (
+    counted,
     import_archive,
     import_history,
     plan_history,
@@ -48,9 +49,12 @@ def run_import(api_url: str, key: str, file: Path, source: str, as_json: bool) -
         body = {"stored": report.stored, "duplicates": report.duplicates}
         click.echo(json.dumps({**body, "reflections": reflections}))
     else:
+        tier2, tier3 = report.reflections[2], report.reflections[3]
         click.echo(
-            f"imported {report.stored} memories ({report.duplicates} duplicates), "
-            f"{report.reflections[2]} tier 2 and {report.reflections[3]} tier 3 reflections"
+            f"imported {counted(report.stored, 'memory', 'memories')} "
+            f"({counted(report.duplicates, 'duplicate', 'duplicates')}), "
+            f"{counted(tier2 + tier3, 'reflection', 'reflections')} "
+            f"({tier2} of tier 2, {tier3} of tier 3)"
         )
 
 
@@ -69,8 +73,8 @@ def _sending(
     async def run() -> R:
         client = VaultClient(api_url, key)
         try:
-            with click.progressbar(length=max(size, 1), label="import", file=sys.stderr) as bar:
-                return await send(client, bar.update)
+            with progress(size, "import") as advance:
+                return await send(client, advance)
         finally:
             await client.aclose()
 
@@ -119,9 +123,11 @@ def _import_history(api_url: str, key: str, file: Path, source: Source, as_json:
         click.echo(json.dumps(dataclasses.asdict(report)))
     else:
         click.echo(
-            f"imported {report.stored} messages from {report.conversations} conversations "
-            f"({report.duplicates} duplicates, {report.attachments} attachments skipped, "
-            f"{report.system} system/tool messages skipped)"
+            f"imported {counted(report.stored, 'message', 'messages')} from "
+            f"{counted(report.conversations, 'conversation', 'conversations')} "
+            f"({counted(report.duplicates, 'duplicate', 'duplicates')}, "
+            f"{counted(report.attachments, 'attachment', 'attachments')} skipped, "
+            f"{counted(report.system, 'system/tool message', 'system/tool messages')} skipped)"
         )
 
 
@@ -143,8 +149,8 @@ def run_export(api_url: str, key: str, output: Path | None) -> None:
         client = VaultClient(api_url, key)
         try:
             total = (await client.stats()).total_memories
-            with click.progressbar(length=max(total, 1), label="export", file=sys.stderr) as bar:
-                return await export_vault(client, write, on_row=lambda: bar.update(1))
+            with progress(total, "export") as advance:
+                return await export_vault(client, write, on_row=lambda: advance(1))
         finally:
             await client.aclose()
 
@@ -152,7 +158,19 @@ def run_export(api_url: str, key: str, output: Path | None) -> None:
         written = anyio.run(run, sys.stdout.write) if output is None else _to_file(run, output)
     except MemoryRouterError as exc:
         raise vault_failure(exc) from exc
-    click.echo(f"exported {written} memories{f' to {output}' if output else ''}", err=True)
+    where = f" to {output}" if output else ""
+    click.echo(f"exported {counted(written, 'memory', 'memories')}{where}", err=True)
+
+
+@contextlib.contextmanager
+def progress(length: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when it is a terminal; nothing otherwise: a log or a pipe
+    would get the bar's label alone, on a line of its own."""
+    if not sys.stderr.isatty():
+        yield lambda _: None
+        return
+    with click.progressbar(length=max(length, 1), label=label, file=sys.stderr) as bar:
+        yield bar.update
 
 
 def _to_file(run: Callable[[Callable[[str], object]], Awaitable[int]], output: Path) -> int:
