@@ -26,14 +26,20 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.batch import BatchResult
 from mcp_memoryrouter.reflect.home import Clock, Home, RunLog
 from mcp_memoryrouter.reflect.lock import MachineLock
-from mcp_memoryrouter.reflect.loop import MAX_BATCHES_PER_TRIGGER, RunReport, run_triggered
+from mcp_memoryrouter.reflect.loop import (
+    MAX_BATCHES_PER_TRIGGER,
+    RunReport,
+    not_asked,
+    run_triggered,
+)
 from mcp_memoryrouter.reflect.models import Model
 
 COOLDOWN_SECONDS = 30 * 60
 
 Status = Literal[
     "ran",  # a run took place (see ``report`` for its batches, committed or not)
-    "no_debt",  # the server's suggestion is null
+    "below_threshold",  # memories wait, under the server's threshold: its suggestion is null
+    "nothing_to_consolidate",  # nothing at all waits to be consolidated
     "disabled",  # autoConsolidate is false (or the config file is unreadable)
     "cooling_down",  # the last run completed less than 30 minutes ago
     "locked",  # another session or connector holds the machine-wide lock
@@ -69,8 +75,10 @@ class AutoConsolidator:
 
     async def run_if_due(self, reflection: schemas.Reflection | None) -> AutoOutcome:
         """Consolidate when the debt block of a response asks for it and nothing forbids."""
-        if reflection is None or reflection.suggestion is None:
-            return AutoOutcome("no_debt")
+        if reflection is None:
+            return AutoOutcome("below_threshold", detail="the response carried no debt")
+        if reflection.suggestion is None:
+            return _not_due(reflection)
         return await self._guarded(lambda: _given(reflection))
 
     async def check_and_run(self) -> AutoOutcome:
@@ -98,7 +106,7 @@ class AutoConsolidator:
             return AutoOutcome("cooling_down")
         debt = await debt_of()
         if debt.suggestion is None:
-            return AutoOutcome("no_debt")
+            return _not_due(debt)
         lock = MachineLock(self._home.lock, self._clock)
         if not lock.acquire():
             return AutoOutcome("locked")
@@ -157,3 +165,17 @@ class AutoConsolidator:
 
 async def _given(reflection: schemas.Reflection) -> schemas.Reflection:
     return reflection
+
+
+def _not_due(debt: schemas.Reflection) -> AutoOutcome:
+    """No run: the server asks for none. Say what waits, so that "below the threshold" is
+    never read as "nothing to do"."""
+    if not_asked(debt) == "nothing_to_consolidate":
+        return AutoOutcome("nothing_to_consolidate")
+    waiting = debt.unconsolidated
+    return AutoOutcome(
+        "below_threshold",
+        detail=f"{waiting.raw.units} raw memories and {waiting.tier2.count} reflections wait, "
+        f"under the server's threshold ({waiting.raw.importance_equiv} and "
+        f"{waiting.tier2.importance} of {debt.threshold_importance} importance)",
+    )

@@ -7,9 +7,10 @@
   answer of the model) so that the MCP tool ``reflect_memories`` runs the same run with the
   host's model, across requests.
 - :func:`backfill` is the historical backfill behind ``mcp-memoryrouter reflect``: the same
-  transaction repeated until the debt clears or, with ``until_empty``, until checkout
-  answers ``batch_id: null``. It keeps no state of its own: the server holds every lease and
-  every consolidated mark, so a crashed backfill resumes by running it again.
+  transaction repeated until the debt is below the server's threshold or, with
+  ``until_empty``, until checkout answers ``batch_id: null`` (whatever the threshold). It
+  keeps no state of its own: the server holds every lease and every consolidated mark, so
+  a crashed backfill resumes by running it again.
 """
 
 from __future__ import annotations
@@ -37,10 +38,12 @@ from mcp_memoryrouter.reflect.trigger import SourceTier, next_tier, tiers_named
 MAX_BATCHES_PER_TRIGGER = 3
 MAX_FAILURES_IN_A_ROW = 3
 
+# Why a run ended, named for what happened (docs/consolidation.md lists them for scripts).
 Stop = Literal[
-    "debt_cleared",  # the server's suggestion no longer asks for this consolidation
+    "below_threshold",  # memories wait, but under the server's threshold: it asks for nothing
+    "nothing_to_consolidate",  # nothing of the tier (or of any tier) is left unconsolidated
+    "all_leased",  # what waits is leased to other batches (another run, or a failed batch)
     "batch_limit",  # the run used all the batches it may
-    "nothing_free",  # checkout answered batch_id null
     "batch_failed",  # a batch was left to expire (a triggered run stops at the first)
     "no_tier_named",  # the suggestion names no tier this client knows how to consolidate
 ]
@@ -108,16 +111,38 @@ async def answer_triggered(
     return await _after_batch(client, run, step, on_batch)
 
 
+def waiting(debt: schemas.Reflection, tier: SourceTier | None = None) -> int:
+    """How many memories of ``tier`` (both tiers: None) wait to be consolidated, leased or not:
+    raw units for tier 1, reflections for tier 2."""
+    raw, tier2 = debt.unconsolidated.raw.units, debt.unconsolidated.tier2.count
+    return raw + tier2 if tier is None else raw if tier == 1 else tier2
+
+
+def not_asked(debt: schemas.Reflection, tier: SourceTier | None = None) -> Stop:
+    """Why a run the server asks nothing of stops: under its threshold, or nothing waits."""
+    return "below_threshold" if waiting(debt, tier) else "nothing_to_consolidate"
+
+
+async def _nothing_free(
+    client: VaultClient, batches: tuple[BatchResult, ...], found: NothingFree
+) -> RunReport:
+    """Checkout found nothing free: either nothing waits, or all of it is leased. The fresh
+    debt tells which (and is the debt the run reports)."""
+    debt = (await client.stats()).reflection
+    stop: Stop = "all_leased" if waiting(debt, found.tier) else "nothing_to_consolidate"
+    return RunReport(batches, stop, debt, found.message)
+
+
 async def _next_batch(client: VaultClient, run: Triggered, on_batch: OnBatch) -> Step:
     debt = run.debt
     if debt.suggestion is None:
-        return RunReport(run.batches, "debt_cleared", debt)
+        return RunReport(run.batches, not_asked(debt), debt)
     tier = next_tier(debt.suggestion)
     if tier is None:
         return RunReport(run.batches, "no_tier_named", debt)
     step = await open_batch(client, tier, max_tokens=run.max_tokens)
     if isinstance(step, NothingFree):
-        return RunReport(run.batches, "nothing_free", debt, step.message)
+        return await _nothing_free(client, run.batches, step)
     if isinstance(step, Ask):
         return Waiting(replace(run, pending=step.pending), step.prompt)
     return await _after_batch(client, run, step, on_batch)
@@ -171,7 +196,8 @@ async def backfill(
     max_tokens: int | None = None,
     on_batch: Callable[[BatchResult], None] | None = None,
 ) -> RunReport:
-    """Consolidate ``tier`` until its debt clears (or it is empty, with ``until_empty``).
+    """Consolidate ``tier`` until its debt is below the server's threshold (or until nothing
+    of it is left, with ``until_empty``: a small vault's memories too).
 
     A failed batch is reported and the loop moves on to the next oldest memories; after
     three failures in a row the model is clearly not answering and the loop stops.
@@ -183,10 +209,10 @@ async def backfill(
         if max_batches is not None and len(batches) >= max_batches:
             return RunReport(tuple(batches), "batch_limit", debt)
         if not until_empty and tier not in tiers_named(debt.suggestion):
-            return RunReport(tuple(batches), "debt_cleared", debt)
+            return RunReport(tuple(batches), not_asked(debt, tier), debt)
         result = await consolidate_batch(client, model, tier, max_tokens=max_tokens)
         if isinstance(result, NothingFree):
-            return RunReport(tuple(batches), "nothing_free", debt, result.message)
+            return await _nothing_free(client, tuple(batches), result)
         batches.append(result)
         if on_batch is not None:
             on_batch(result)

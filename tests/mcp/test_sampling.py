@@ -273,3 +273,18 @@ def _params(asked: Any) -> CreateMessageRequestParams:
     request = asked.input_requests["reflection"]
     params: CreateMessageRequestParams = request.params
     return params
+
+
+async def test_a_small_vault_is_below_the_threshold_and_the_answer_says_so(
+    embedded: McpServer,
+) -> None:
+    key = embedded.new_key()
+    fill(embedded, key, messages=21)  # a first try: far under the 50,000-token threshold
+    model = PlayedModel()
+    async with host(embedded, key, model) as client:
+        result = await client.call_tool("reflect_memories", {})
+    out = result.structured_content
+    assert out is not None and not result.is_error
+    assert (out["batches"], out["stopped"]) == (0, "below_threshold")
+    assert out["reflection"]["unconsolidated"]["raw"]["units"] == 21
+    assert model.requests == []

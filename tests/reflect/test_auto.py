@@ -59,7 +59,7 @@ async def test_a_triggered_run_stops_as_soon_as_the_suggestion_is_null(
     auto = AutoConsolidator(client, program.model(**QUIET), home=home, clock=clock)
     outcome = await auto.run_if_due(await debt(client))
     assert outcome.report is not None
-    assert outcome.report.stopped == "debt_cleared"
+    assert outcome.report.stopped == "below_threshold"
     assert len(outcome.report.batches) == len(program.inputs()) == 2  # 10,000 tokens left
     assert (await debt(client)).suggestion is None
 
@@ -76,21 +76,33 @@ async def test_tier_2_debt_is_consolidated_into_tier_3(
     outcome = await auto.run_if_due(before)
     assert outcome.report is not None
     assert [b.tier for b in outcome.report.batches] == [2]
-    assert outcome.report.stopped == "debt_cleared"
+    assert outcome.report.stopped == "below_threshold"
     stats = await client.stats()
     assert stats.tiers["3"].count > 0
     assert stats.reflection.unconsolidated.tier2.count == 5  # 15 x 10 importance taken
     assert program.inputs()[-1].startswith(reflection_contract(2)["instructions"])
 
 
-async def test_no_suggestion_means_no_run_and_no_trace(
+async def test_an_empty_vault_means_no_run_and_no_trace(
     client: VaultClient, program: ModelProgram, home: Path, clock: Seconds
 ) -> None:
     auto = AutoConsolidator(client, program.model(), home=home, clock=clock)
-    assert (await auto.run_if_due(await debt(client))).status == "no_debt"
-    assert (await auto.check_and_run()).status == "no_debt"
+    assert (await auto.run_if_due(await debt(client))).status == "nothing_to_consolidate"
+    assert (await auto.check_and_run()).status == "nothing_to_consolidate"
     assert program.inputs() == []
     assert not (home / "consolidate.lock").exists()
+
+
+async def test_a_small_vault_is_below_the_threshold_and_says_what_waits(
+    served: Served, client: VaultClient, program: ModelProgram, home: Path, clock: Seconds
+) -> None:
+    served.ingest(21)  # a first try: 21 moments, far under the 50,000-token threshold
+    auto = AutoConsolidator(client, program.model(), home=home, clock=clock)
+    for outcome in (await auto.run_if_due(await debt(client)), await auto.check_and_run()):
+        assert outcome.status == "below_threshold" and outcome.report is None
+        assert "21 raw memories" in outcome.detail
+    assert program.inputs() == []
+    assert (await debt(client)).unconsolidated.raw.units == 21
 
 
 async def test_auto_consolidate_false_in_the_config_opts_out(

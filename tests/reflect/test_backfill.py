@@ -36,7 +36,7 @@ def test_backfill_consolidates_5000_raw_memories_to_empty_then_tier_2_into_tier_
     rest = reflect(served, program, "--tier", "1", "--until-empty", "--max-tokens", "20000")
     assert rest.exit_code == 0, rest.output
     (tier1,) = summaries(rest.stdout)
-    assert tier1["stopped"] == "nothing_free"
+    assert tier1["stopped"] == "nothing_to_consolidate" and tier1["waiting"] == 0
     assert 2 * 1000 + tier1["memories"] == len(raw_ids)  # resumed where the first run ended
     stats = served.stats()
     assert stats["reflection"]["unconsolidated"]["raw"]["units"] == 0
@@ -73,7 +73,7 @@ def test_without_until_empty_the_backfill_stops_once_the_server_no_longer_sugges
     result = reflect(served, program, "--tier", "1", "--max-tokens", "10000")
     assert result.exit_code == 0, result.output
     (summary,) = summaries(result.stdout)
-    assert summary["stopped"] == "debt_cleared"
+    assert summary["stopped"] == "below_threshold" and summary["waiting"] > 0
     assert summary["suggestion"] is None or "raw" not in summary["suggestion"]
     assert served.stats()["reflection"]["unconsolidated"]["raw"]["importance_equiv"] < 150
     assert summary["batches"] == 3  # 70,000 - 3 x 10,000 = 40,000 tokens: 120 < 150
@@ -87,6 +87,41 @@ def test_a_failing_model_makes_reflect_exit_1_and_commits_nothing(
     assert result.exit_code == 1
     (summary,) = summaries(result.stdout)
     assert summary["batches"] == 0 and summary["failed_batches"] == 1
-    assert summary["stopped"] == "nothing_free"  # the failed batch is still leased
+    assert summary["stopped"] == "all_leased"  # the failed batch is still leased
+    assert summary["waiting"] == 50
     assert served.stats()["tiers"]["2"]["count"] == 0
     assert "InvalidAnswer" in result.stderr
+
+
+def test_a_small_vault_waits_below_the_threshold_until_asked_for_until_empty(
+    served: Served, program: ModelProgram
+) -> None:
+    served.ingest(21)  # a first try: 21 moments, far under the 50,000-token threshold
+    words = CliRunner().invoke(
+        main,
+        ["reflect", "--api-url", served.url, "--model-cmd", program.command],
+        env={"MEMORYROUTER_KEY": served.key, **program.env},
+    )
+    assert words.exit_code == 0, words.output
+    tier1_line = words.stdout.splitlines()[0]
+    assert "below_threshold" in tier1_line and "--until-empty" in tier1_line
+    waited = reflect(served, program)
+    assert [(s["batches"], s["stopped"]) for s in summaries(waited.stdout)] == [
+        (0, "below_threshold"),
+        (0, "nothing_to_consolidate"),
+    ]
+    assert summaries(waited.stdout)[0]["waiting"] == 21
+    assert program.inputs() == []
+
+    now = reflect(served, program, "--until-empty")
+    assert now.exit_code == 0, now.output
+    tier1, tier2 = summaries(now.stdout)
+    assert (tier1["memories"], tier1["stopped"], tier1["waiting"]) == (
+        21,
+        "nothing_to_consolidate",
+        0,
+    )
+    assert tier2["memories"] == tier1["reflections"] > 0
+    assert tier2["stopped"] == "nothing_to_consolidate"
+    stats = served.stats()
+    assert stats["tiers"]["2"]["count"] > 0 and stats["tiers"]["3"]["count"] > 0

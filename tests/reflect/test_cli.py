@@ -99,8 +99,23 @@ def test_two_processes_at_once_one_holds_the_lock_and_the_other_does_nothing(
         "status": "ran",
         "batches": 1,
         "failed_batches": 0,
-        "stopped": "debt_cleared",
+        "stopped": "below_threshold",
         "detail": "",
     }
     assert len(program.inputs()) == 1
     assert os.path.exists(home / "consolidate.state")
+
+
+def test_auto_on_a_small_vault_says_what_waits_and_the_command_that_consolidates_now(
+    served: Served, program: ModelProgram, home: Path
+) -> None:
+    served.ingest(21)
+    args = ["auto", "--api-url", served.url, "--model-cmd", program.command]
+    env = {"MEMORYROUTER_KEY": served.key, "MEMORYROUTER_HOME": str(home), **program.env}
+    said = CliRunner().invoke(main, args, env=env)
+    assert said.exit_code == 0, said.output
+    assert said.stdout.startswith("below_threshold: 21 raw memories")
+    assert "mcp-memoryrouter reflect --until-empty" in said.stdout
+    body = json.loads(CliRunner().invoke(main, [*args, "--json"], env=env).stdout)
+    assert (body["status"], body["batches"], body["stopped"]) == ("below_threshold", 0, None)
+    assert program.inputs() == []

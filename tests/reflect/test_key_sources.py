@@ -46,7 +46,7 @@ def key_file(tmp_path: Path, key: str, mode: int = 0o600) -> Path:
 def assert_opened_the_vault(command: str, result: Result) -> None:
     assert result.exit_code == 0, result.output
     if command == "auto":  # auto exits 0 whatever happens: its status says it
-        assert json.loads(result.stdout)["status"] == "no_debt", result.output
+        assert json.loads(result.stdout)["status"] == "nothing_to_consolidate", result.output
     if command == "import":
         assert json.loads(result.stdout)["stored"] == 1
 

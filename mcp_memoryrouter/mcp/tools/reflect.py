@@ -158,7 +158,7 @@ class ReflectOutput(BaseModel):
     batches: int  # batches checked out
     reflections_created: int
     memories_consolidated: int
-    stopped: str  # why the run ended: debt_cleared, batch_limit, nothing_free, batch_failed
+    stopped: str  # why the run ended: loop.Stop (below_threshold, batch_limit, ...)
     failures: list[str] = Field(default_factory=list)  # why a batch was left to expire
     reflection: schemas.Reflection | None = None  # the debt after the run
     consolidation_suggestion: str | None = None
@@ -339,7 +339,8 @@ TOOLS = (
         "consolidation_suggestion is set or the user asks: up to "
         f"{MAX_BATCHES_PER_TRIGGER} batches, each written by your model from texts, dates "
         "and the contract (never ids), checked and committed. Answers counts and the debt "
-        "left. Without sampling, use consolidate_memories.",
+        "left. Under the server's threshold it writes nothing (stopped: below_threshold). "
+        "Without sampling, or to consolidate a small vault now, use consolidate_memories.",
         WRITES,
     ),
 )
