@@ -134,12 +134,10 @@ EXPLORER_AGAIN = "Sign in again from the explorer."
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def page(title: str, body: str, status: int = 200, server: str = PRODUCT) -> HTMLResponse:
-    """A page in the explorer's look, naming the product and ``server`` (text)."""
-    header = (
-        f'<header class="top"><p class="brand">{PRODUCT}</p>'
-        f'<p class="who">{escape(server)}</p></header>'
-    )
+def page(title: str, body: str, status: int = 200, server: str | None = None) -> HTMLResponse:
+    """A page in the explorer's look, naming the product and ``server`` (text), when known."""
+    named = f'<p class="who">{escape(server)}</p>' if server else ""
+    header = f'<header class="top"><p class="brand">{PRODUCT}</p>{named}</header>'
     html = document(
         title,
         body,
