@@ -115,6 +115,7 @@ def test_a_small_vault_waits_below_the_threshold_until_asked_for_until_empty(
 
     now = reflect(served, program, "--until-empty")
     assert now.exit_code == 0, now.output
+    assert now.stderr == ""  # no progress bar off a terminal: not even its label
     tier1, tier2 = summaries(now.stdout)
     assert (tier1["memories"], tier1["stopped"], tier1["waiting"]) == (
         21,

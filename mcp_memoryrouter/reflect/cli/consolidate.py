@@ -78,22 +78,29 @@ async def _backfill(
 
 
 class BackfillBar:
-    """One tier's progress on stderr: memories consolidated, batches, debt left."""
+    """One tier's progress on stderr when it is a terminal (a log or a pipe would get the
+    bar's label alone, on a line of its own): memories consolidated, batches, debt left.
+    A batch left uncommitted is said either way."""
 
     def __init__(self, tier: SourceTier, total: int) -> None:
         self._tier = tier
         self._batches = self._memories = 0
-        self._bar = click.progressbar(
-            length=max(total, 1),
-            label=f"tier {tier}",
-            file=sys.stderr,
-            show_eta=False,
-            show_pos=True,
-            item_show_func=self._status,
+        self._bar = (
+            click.progressbar(
+                length=max(total, 1),
+                label=f"tier {tier}",
+                file=sys.stderr,
+                show_eta=False,
+                show_pos=True,
+                item_show_func=self._status,
+            )
+            if sys.stderr.isatty()
+            else None
         )
 
     def __enter__(self) -> BackfillBar:
-        self._bar.__enter__()
+        if self._bar is not None:
+            self._bar.__enter__()
         return self
 
     def __exit__(
@@ -102,7 +109,8 @@ class BackfillBar:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._bar.__exit__(kind, error, trace)
+        if self._bar is not None:
+            self._bar.__exit__(kind, error, trace)
 
     def advance(self, result: BatchResult) -> None:
         self._batches += 1
@@ -114,7 +122,8 @@ class BackfillBar:
             )
             return
         self._memories += result.memories
-        self._bar.update(result.memories, _debt_left(result, self._tier))
+        if self._bar is not None:
+            self._bar.update(result.memories, _debt_left(result, self._tier))
 
     def _status(self, debt_left: str | None) -> str:
         return f"{self._batches} batches, {self._memories} memories, debt {debt_left or '?'}"
