@@ -144,12 +144,12 @@ def test_serve_runs_a_real_server_and_prints_the_first_key_once(tmp_path: Path) 
             headers={"Authorization": f"Bearer {key}"},
         )
         assert response.status_code == 202
-        # A second serving process on the same data directory (Claude desktop's stdio beside
-        # a running server) refuses to start and says what to do, instead of storing
-        # memories the running server's in-memory indexes would never see.
+        # A second server on the same data directory refuses to start and says what to do,
+        # instead of storing memories the running server's in-memory indexes would never
+        # see (stdio goes through the running server instead: tests/mcp/test_stdio.py).
         second = subprocess.run(
-            [sys.executable, "-m", "mcp_memoryrouter", "stdio"],
-            env={**env, "MEMORYROUTER_KEY": key},
+            [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(free_port())],
+            env=env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

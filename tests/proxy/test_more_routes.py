@@ -10,6 +10,7 @@ import time
 import httpx2
 import openai
 import pytest
+from openai.types.responses import ResponseTextDeltaEvent
 
 from tests.proxy.conftest import Proxied
 from tests.proxy.test_clients import anthropic_client, google_client, openai_client
@@ -49,7 +50,7 @@ def test_a_streamed_response_is_relayed_and_stored_once_complete(proxied: Proxie
     client = openai_client(proxied.url, proxied.key)
     items = [{"role": "user", "content": [{"type": "input_text", "text": QUESTION}]}]
     stream = client.responses.create(model="gpt-test", input=items, stream=True)  # type: ignore[arg-type]
-    deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+    deltas = [e.delta for e in stream if isinstance(e, ResponseTextDeltaEvent)]
     assert "".join(deltas) == ANSWER
     sent = proxied.upstream.last.json
     assert FACT in sent["instructions"]

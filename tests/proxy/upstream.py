@@ -80,8 +80,8 @@ class Upstream:
         elif path.endswith("/models") and "x-goog-api-key" in headers:
             await _send(send, 200, {"models": [{"name": "models/gemini-test"}]})
         elif path == "/v1/models":
-            model = {"id": "gpt-test", "object": "model", "created": 1767225600, "owned_by": "t"}
-            await _send(send, 200, {"object": "list", "data": [model]})
+            listing: dict[str, Any] = {"id": "gpt-test", "object": "model", "created": 1767225600}
+            await _send(send, 200, {"object": "list", "data": [{**listing, "owned_by": "t"}]})
         elif path == "/v1/messages":
             await _anthropic(request, send)
         elif ":generateContent" in path or ":streamGenerateContent" in path:
