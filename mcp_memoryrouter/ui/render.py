@@ -289,7 +289,9 @@ class ConsolidateNow:
     action: str | None = None
 
 
-REFLECT_COMMAND = 'mcp-memoryrouter reflect --until-empty --key-file vault.key --model-cmd "llm"'
+REFLECT_COMMAND = (
+    'mcp-memoryrouter reflect --until-empty --key-file vault.key --model-cmd "claude -p"'
+)
 
 
 def consolidate_now(offer: ConsolidateNow, viewer: Viewer) -> str:
@@ -306,8 +308,8 @@ def consolidate_now(offer: ConsolidateNow, viewer: Viewer) -> str:
         "by you alone: <code>chmod 600 vault.key</code>), run:</p>"
         f'<pre class="command"><code>{esc(command)}</code></pre>'
         '<p class="note">It consolidates the moments, then the reflections, until nothing is '
-        'left waiting. <code>--model-cmd "llm"</code> hands each batch to a command of yours '
-        "on its standard input (here the <code>llm</code> tool); "
+        'left waiting. <code>--model-cmd "claude -p"</code> hands each batch to a command of '
+        "yours on its standard input (here Claude Code; <code>llm</code> works too); "
         "<code>--model-url URL --model NAME</code> calls an OpenAI-compatible endpoint "
         "instead, with its key in <code>MEMORYROUTER_MODEL_KEY</code> "
         "(docs/consolidation.md).</p></div>"

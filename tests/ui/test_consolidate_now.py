@@ -28,7 +28,7 @@ def test_the_overview_shows_the_command_that_consolidates_now_and_it_runs_as_sho
     expect(section.get_by_role("heading", name="Consolidate now")).to_be_visible()
     shown = section.locator("pre.command").inner_text()
     assert shown == (
-        'mcp-memoryrouter reflect --until-empty --key-file vault.key --model-cmd "llm"'
+        'mcp-memoryrouter reflect --until-empty --key-file vault.key --model-cmd "claude -p"'
         f" --api-url {server.base}"
     )
     assert stats(server, server.key)["reflection"]["unconsolidated"]["raw"]["units"] > 0
