@@ -162,7 +162,8 @@ def apps_section(viewer: Viewer, apps: Sequence[Connection] | None) -> str:
         '<span class="visually-hidden">Action</span></th></tr></thead>'
         f"<tbody>{rows}</tbody></table></div>"
         '<p class="note">Last active: when the app last renewed its access, which it does '
-        "every few minutes while in use.</p></section>"
+        "while in use each time its access token runs out (15 minutes by default).</p>"
+        "</section>"
     )
 
 
