@@ -244,6 +244,22 @@ def test_the_key_name_pattern_allows_exactly_what_the_server_takes(vault: Vault,
     assert jsonschema_rs.validator_for(schema).is_valid(name) is (minted.status_code == 201)
 
 
+def test_a_key_id_in_a_path_has_the_shape_of_the_ids_the_vault_makes(vault: Vault) -> None:
+    operation = document(vault)["paths"]["/v1/keys/{key_id}"]["delete"]
+    [key_id] = [p for p in operation["parameters"] if p["in"] == "path"]
+    shape = jsonschema_rs.validator_for(key_id["schema"])
+    vault.post("/v1/keys", {"name": "shaped"})
+    listed = vault.http.get("/v1/keys", headers=vault.headers()).json()["keys"]
+    assert len(listed) >= 2 and all(shape.is_valid(k["id"]) for k in listed)
+    # /v1/keys/current is another resource, and an id of another shape names no key
+    for other in ("current", "key_x", "KEY_0123456789ABCDEF"):
+        assert not shape.is_valid(other)
+        assert vault.http.delete(f"/v1/keys/{other}", headers=vault.headers()).status_code in (
+            404,
+            405,
+        )
+
+
 def test_every_method_of_a_resource_is_named_when_another_is_refused(vault: Vault) -> None:
     options = vault.http.options("/v1/keys", headers=vault.headers())
     assert options.status_code == 405 and options.headers["allow"] == "GET, POST"

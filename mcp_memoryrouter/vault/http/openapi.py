@@ -100,8 +100,9 @@ _PARAMETERS: dict[tuple[str, str], Constraint] = {
     ("/v1/usage", "from"): _ISO_MOMENT,
     ("/v1/usage", "to"): _ISO_MOMENT,
     ("/v1/memory/timeline", "bucket"): {"enum": list(BUCKET_SIZES)},
-    # api.KeyIdConvertor: /v1/keys/current is another resource
-    ("/v1/keys/{key_id}", "key_id"): {"not": {"const": "current"}},
+    # what domain.new_key_id (and the migration that gave older keys ids) makes: any other
+    # id names no key (404), and /v1/keys/current is another resource (api.KeyIdConvertor)
+    ("/v1/keys/{key_id}", "key_id"): {"pattern": "^key_[0-9a-f]{16}$"},
 }
 
 
