@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio.to_thread
 from fastapi import FastAPI
+from starlette.routing import Match
 from starlette.types import Scope
 from threadpoolctl import threadpool_limits
 
@@ -125,6 +126,15 @@ def admission(service: VaultService) -> Callable[[Scope], Awaitable[Access]]:
     return admit
 
 
+def served_by(app: FastAPI) -> Callable[[Scope], bool]:
+    """Whether one of ``app``'s routes answers a request's method and path."""
+
+    def serves(scope: Scope) -> bool:
+        return any(route.matches(scope)[0] is Match.FULL for route in app.router.routes)
+
+    return serves
+
+
 def in_process(app: FastAPI) -> InProcess:
     """The carrier that calls ``app``'s routes without HTTP (for the embedded MCP server)."""
     return InProcess(app)
@@ -161,6 +171,7 @@ def create_vault_app(
         max_bytes=settings.max_body_bytes,
         admit=admission(service),
         seconds=settings.body_timeout_seconds,
+        serves=served_by(app),
     )
     if settings.rate_limit_per_minute:
         per_minute = settings.rate_limit_per_minute

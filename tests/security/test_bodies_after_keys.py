@@ -111,3 +111,12 @@ def test_a_body_nested_past_the_parsers_depth_is_relayed_without_memory(
     answer = httpx2.post(url, content=b"[" * 100_000, headers=headers, timeout=30)
     assert answer.status_code == 502
     assert answer.json()["error"]["code"] == "transport_failure"
+
+
+def test_a_body_on_a_method_no_route_serves_is_405_not_a_key_refusal(running: Running) -> None:
+    """The key is checked first only where a route answers: a PUT on a POST route is the
+    router's 405 (with its Allow), whatever key comes with it."""
+    url = f"http://{running.host}:{running.port}/v1/memory/search"
+    answer = httpx2.put(url, json={"query": "x"}, headers={"X-Memory-Key": "wrong"}, timeout=30)
+    assert answer.status_code == 405
+    assert "POST" in answer.headers["allow"]

@@ -129,11 +129,15 @@ class BodyLimit:
         max_bytes: int,
         admit: Callable[[Scope], Awaitable[object]] | None = None,
         seconds: float = limits.BODY_SECONDS,
+        serves: Callable[[Scope], bool] | None = None,
     ) -> None:
+        """``serves``: whether a route answers the request's method and path (only those
+        requests are admitted first; the rest go on unread, for the router's 404 or 405)."""
         self.app = app
         self.max_bytes = max_bytes
         self.admit = admit
         self.seconds = seconds
+        self.serves = serves
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -145,7 +149,8 @@ class BodyLimit:
             await self._refuse(send, too_large(self.max_bytes))
             return
         try:
-            if self.admit is not None and _has_body(headers) and scope["path"].startswith("/v1/"):
+            if self._admits(scope, headers):
+                assert self.admit is not None
                 scope.setdefault("state", {})[ACCESS_STATE] = await self.admit(scope)
             body = await read_body(receive, self.max_bytes, self.seconds)
         except MemoryRouterError as refused:
@@ -155,6 +160,11 @@ class BodyLimit:
             await self._refuse(send, too_large(self.max_bytes))
             return
         await self.app(scope, replay(body, receive), send)
+
+    def _admits(self, scope: Scope, headers: dict[bytes, bytes]) -> bool:
+        if self.admit is None or not _has_body(headers) or not scope["path"].startswith("/v1/"):
+            return False
+        return self.serves is None or self.serves(scope)
 
     async def _refuse(self, send: Send, error: MemoryRouterError) -> None:
         headers = [(b"www-authenticate", b"Bearer")] if error.status == 401 else []
