@@ -1,5 +1,6 @@
 """Hybrid retrieval: the store's BM25 and vector candidates, fused, smoothed over neighbours,
-then the sources of relevant reflections lifted. The ranking rules are pure
+then the sources of relevant reflections lifted, and what matched neither a query word nor the
+model's relevance floor left out. The ranking rules are pure
 (:mod:`.search.ranking`); this module runs them over a store, for search, prepare and date
 search alike."""
 
@@ -16,6 +17,7 @@ from mcp_memoryrouter.vault.search.ranking import (
     lift_sources,
     newer_first,
     query_terms,
+    relevant,
     smooth,
     spread,
 )
@@ -77,4 +79,5 @@ class HybridSearch:
             hits = lift_sources(hits, self._store.links(vault_id, parents, sources), depth)
         if named_time is not None:
             hits = in_time(hits, named_time)
-        return spread(newer_first(hits), limit)
+        floor = None if embedder is None else embedder.relevance_floor
+        return spread(newer_first(relevant(hits, lexical, dense, floor)), limit)

@@ -33,6 +33,7 @@ class ConceptEmbedder:
     model_id = "test-concepts"
     dim = 64
     replaces: tuple[str, ...] = ()
+    relevance_floor: float | None = None  # keeps every dense candidate
 
     def __init__(self) -> None:
         self.calls = 0

@@ -45,6 +45,13 @@ class Embedder(Protocol):
         """Earlier models whose stored vectors this one's re-embed (a new form of a model)."""
         ...
 
+    @property
+    def relevance_floor(self) -> float | None:
+        """The cosine below which a memory that shares no word with the query is noise, not
+        a result (``search.ranking.relevant``); None keeps every dense candidate. A property
+        of the model: cosines of unrelated texts differ from one model to another."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Unit-length float32 vectors, one row per text."""
         ...
@@ -78,6 +85,10 @@ class LocalMiniLM:
     model_id = "all-MiniLM-L6-v2-q8"
     replaces: tuple[str, ...] = ("all-MiniLM-L6-v2",)
     dim = 384
+    # LifeBench's dense evidence is never under 0.25 (bench/relevance_floor.py); a short
+    # paraphrase scores lower ("which database" to "We chose Postgres for auth.": 0.19), so
+    # the floor stays under it (docs/retrieval.md, step 9).
+    relevance_floor: float | None = 0.15
 
     def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
         self._threads = threads
@@ -203,6 +214,8 @@ class OpenAICompatible:
     dim: int
     transport: httpx2.BaseTransport | None = None
     replaces: tuple[str, ...] = ()
+    # No floor: another model's cosines are on a scale of its own, uncalibrated here.
+    relevance_floor: float | None = None
 
     @property
     def model_id(self) -> str:

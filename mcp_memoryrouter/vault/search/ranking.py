@@ -1,5 +1,6 @@
 """The ranking rules of hybrid retrieval: query terms, common-word pruning, lexical and dense
-fusion, neighbour smoothing, and lifting the sources of a relevant reflection. Pure."""
+fusion, neighbour smoothing, lifting the sources of a relevant reflection, and the relevance
+floor. Pure."""
 
 from __future__ import annotations
 
@@ -85,6 +86,22 @@ def fuse(
     }
     ranked = sorted(fused, key=lambda key: (-fused[key], key))[:limit]
     return [ScoredMemory(memories[key], fused[key]) for key in ranked]
+
+
+def relevant(
+    hits: Sequence[ScoredMemory],
+    lexical: Sequence[ScoredMemory],
+    dense: Sequence[ScoredMemory],
+    floor: float | None,
+) -> list[ScoredMemory]:
+    """``hits`` (in their order) without what the ranking itself says is noise: a hit is kept
+    when it matched a searched query word (it is among the ``lexical`` candidates: BM25 > 0
+    on a word not pruned as common) or its raw cosine in ``dense`` is at least ``floor`` (the
+    embedding model's relevance floor; None keeps every dense candidate). Min-max fusion alone
+    gives the last candidate 0.0 and fills a page with whatever is least unlike the query."""
+    keep = {h.memory.id for h in lexical}
+    keep.update(h.memory.id for h in dense if floor is None or (h.score or 0.0) >= floor)
+    return [h for h in hits if h.memory.id in keep]
 
 
 def _neighbours(a: ScoredMemory, b: ScoredMemory) -> bool:
