@@ -217,7 +217,9 @@ def test_healthz_answers_through_more_idle_connections_than_the_server_can_hold(
             for sock in held:
                 sock.close()
         log = s.log.read_text(errors="replace")
-    assert len(seconds) == 7 and max(seconds) < 1.0, seconds
+    # under a second on a quiet machine; 2 s leaves room for a loaded one, while the code
+    # before this answered nothing at all past the descriptor limit
+    assert len(seconds) == 7 and max(seconds) < 2.0, seconds
     assert first == b"" and waited < 5  # the oldest connection was closed to make room
     assert "Traceback" not in log and len(log) < 64_000
 

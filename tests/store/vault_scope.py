@@ -76,9 +76,11 @@ NOT_VAULT_DATA = {
             "signing_keys",
             "oidc_logins",
             "identities",
+            "grant_uses",
         )
     },
     "ui_sessions": "the explorer's browser sessions (not the store's)",
+    "ui_corrections": "the explorer's links from a memory to its correction, by vault_ref",
 }
 VAULT_DATA = set(VAULT_COLUMN) | set(BELONGS_TO)
 
