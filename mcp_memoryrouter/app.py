@@ -450,12 +450,8 @@ def _serve(
         if settings.ui == "on":
             explorer = memory_explorer(settings, client, default_key, clock, shared)
             closing.append(explorer.aclose)
-            if oauth is not None:  # Tidy lists the apps signed in to a vault, and disconnects
-                explorer.tidying.apps = oauth.store
-            if oauth is not None and oauth.pages is not None:
-                # people who sign in with the identity provider open the explorer with it too
-                explorer.identity = oauth.pages.explorer_identity()
-                oauth.pages.explorer_signed_in = explorer.identity_signed_in
+            if oauth is not None:
+                beside_oauth(explorer, oauth)
     except BaseException:
         shared.close()
         raise
@@ -494,6 +490,16 @@ def _serve(
     if settings.auth == "none":  # no keys: every surface for clients on this machine only
         served = LocalOnly(served)
     return Server(observed(settings, served, app, vault_app), client, service, oauth)
+
+
+def beside_oauth(explorer: Explorer, oauth: EmbeddedAuthServer) -> None:
+    """The explorer and the embedded authorization server, joined: Tidy lists the apps
+    signed in to a vault (and disconnects one), and people who sign in with the identity
+    provider open the explorer with it too."""
+    explorer.tidying.apps = oauth.store
+    if oauth.pages is not None:
+        explorer.identity = oauth.pages.explorer_identity()
+        oauth.pages.explorer_signed_in = explorer.identity_signed_in
 
 
 def entrance(explorer: Explorer | None) -> list[BaseRoute]:
