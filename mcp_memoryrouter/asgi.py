@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.responses import JSONResponse
@@ -127,3 +128,14 @@ def _name(host: str) -> str:
     if host.startswith("["):
         return host[: host.find("]") + 1] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def foreign_origin(origin: str | None, *own: str) -> bool:
+    """A request's ``Origin`` header names a site other than ``own`` (the ``Host`` it was
+    sent to, and any other name this server has). An absent Origin is not foreign: browsers
+    omit it on some navigations, and the forms' tokens and cookies still stand; ``null`` (a
+    sandboxed frame, or a page sent with ``Referrer-Policy: no-referrer``) is."""
+    if not origin:
+        return False
+    netloc = urlsplit(origin).netloc.lower()
+    return all(netloc != name.lower() for name in own)

@@ -10,7 +10,7 @@
 - The explorer's login cookie binds a sign-in the explorer sent to the identity provider to
   the browser that started it, for the callback under /oauth.
 
-A form posted from another site is refused by one rule, :func:`foreign_origin`, here and in
+A form posted from another site is refused by one rule, :func:`asgi.foreign_origin`, here and in
 the explorer.
 """
 
@@ -31,17 +31,6 @@ EXPLORER_LOGIN_COOKIE = "memoryrouter_explorer_login"
 SESSION_COOKIE = "memoryrouter_session"
 SESSION_SECONDS = 30 * 86_400
 COOKIE_PATH = "/oauth"
-
-
-def foreign_origin(origin: str | None, *own: str) -> bool:
-    """A request's ``Origin`` header names a site other than ``own`` (the ``Host`` it was
-    sent to, and any other name this server has). An absent Origin is not foreign: browsers
-    omit it on some navigations, and the forms' tokens and cookies still stand; ``null`` (a
-    sandboxed frame, or a page sent with ``Referrer-Policy: no-referrer``) is."""
-    if not origin:
-        return False
-    netloc = urlsplit(origin).netloc.lower()
-    return all(netloc != name.lower() for name in own)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from mcp_memoryrouter.asgi import foreign_origin
 from mcp_memoryrouter.auth.browser import (
     EXPLORER_LOGIN_COOKIE,
     SESSION_SECONDS,
     Cookies,
-    foreign_origin,
 )
 from mcp_memoryrouter.auth.consent import answers, asked, news
 from mcp_memoryrouter.auth.database import off_loop

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 
-from mcp_memoryrouter.asgi import host_allowed, repeated_header
+from mcp_memoryrouter.asgi import foreign_origin, host_allowed, repeated_header
 from mcp_memoryrouter.errors import Forbidden, InvalidRequest, Misdirected, UnsupportedMedia
 from mcp_memoryrouter.proxy.options import MEMORY_KEY, PROVIDER_KEY, header_text
 
@@ -49,13 +49,12 @@ class Admission:
             )
 
     def _same_or_allowed(self, origin: str, host: str | None) -> bool:
-        """A page of this server itself (its origin names the host the call was sent to)
-        or of an origin the operator allows (MEMORYROUTER_CORS_ORIGINS)."""
-        origin = origin.rstrip("/").lower()
-        if origin in self.origins:
+        """A page of this server itself (its origin names the host the call was sent to:
+        the pages' and the explorer's rule) or of an origin the operator allows
+        (MEMORYROUTER_CORS_ORIGINS)."""
+        if origin.rstrip("/").lower() in self.origins:
             return True
-        scheme, _, netloc = origin.partition("://")
-        return scheme in ("http", "https") and host is not None and netloc == host.lower()
+        return bool(origin) and host is not None and not foreign_origin(origin, host)
 
 
 def is_json(content_type: str) -> bool:

@@ -18,8 +18,7 @@ from html import escape
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import host_allowed, send_bytes
-from mcp_memoryrouter.auth.browser import foreign_origin
+from mcp_memoryrouter.asgi import foreign_origin, host_allowed, send_bytes
 from mcp_memoryrouter.auth.document import document
 
 log = logging.getLogger(__name__)
