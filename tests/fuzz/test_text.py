@@ -8,7 +8,7 @@ import pytest
 from tests.fuzz.conftest import ToolHarness
 from tests.fuzz.test_tools import assert_clean, call
 from tests.support import Vault
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 JSON = {"Content-Type": "application/json"}
 BAD_BODIES = [

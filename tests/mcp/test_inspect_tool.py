@@ -18,8 +18,8 @@ from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import Vault, make_vault
+from tests.support.api import checkout, commit
 from tests.vault.embedders import ConceptEmbedder
-from tests.vault.test_consolidation_api import checkout, commit
 
 pytestmark = pytest.mark.anyio
 BATCH = [  # oldest first: the evidence for the reflection is the second and the fourth

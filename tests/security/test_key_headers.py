@@ -15,7 +15,7 @@ from tests.mcp.conftest import McpServer
 from tests.mcp.test_http_auth import LEGACY, rpc
 from tests.security.conftest import LimitedVault
 from tests.support import live_server
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 SEARCH = {"query": "postgres"}
 DECOY = "mk_" + "d" * 43

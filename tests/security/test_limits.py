@@ -15,7 +15,7 @@ from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
 from tests.security.conftest import text_of
 from tests.support import live_server
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 MIB = 1024 * 1024
 

@@ -8,7 +8,7 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.http.ratelimit import TokenBuckets
 from tests.security.conftest import LimitedVault
 from tests.support import FakeClock
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 SEARCH = {"query": "postgres"}
 INGEST = {"messages": [{"content": "throttled fact", "date": "2026-02-01"}]}

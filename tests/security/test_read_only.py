@@ -9,7 +9,7 @@ import pytest
 
 from tests.security.conftest import ENTRY, Owned, text_of, tools_for
 from tests.support import Vault
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 READ_ROUTES = {
     ("GET", "/healthz"),

@@ -7,30 +7,7 @@ from typing import Any
 import pytest
 
 from tests.support import Vault
-from tests.vault.test_keys_api import assert_envelope
-
-CHECKOUT = "/v1/memory/consolidate/checkout"
-COMMIT = "/v1/memory/consolidate/commit"
-
-
-def seed(vault: Vault, count: int, chars: int = 40) -> list[str]:
-    ids: list[str] = []
-    for i in range(count):
-        text = f"memory number {i:05d} " + "x" * max(0, chars - 20)
-        ids += vault.ingest(text, date=f"2026-02-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z")["ids"]
-    return ids
-
-
-def checkout(vault: Vault, **body: Any) -> dict[str, Any]:
-    response = vault.post(CHECKOUT, {"tier": 1, **body})
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()
-    return result
-
-
-def commit(vault: Vault, batch_id: str, entries: list[dict[str, Any]] | None = None) -> Any:
-    entries = entries or [{"text": "A reflection about the batch.", "importance": 6}]
-    return vault.post(COMMIT, {"batch_id": batch_id, "entries": entries})
+from tests.support.api import CHECKOUT, COMMIT, assert_envelope, checkout, commit, seed
 
 
 def test_checkout_returns_the_documented_batch_shape(vault: Vault) -> None:

@@ -19,8 +19,7 @@ from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests import pg
 from tests.support import FakeClock, Vault
-from tests.vault.test_consolidation_api import checkout, commit
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope, checkout, commit
 
 DATE_SEARCH = "/v1/memory/date-search"
 DAY = 86_400_000

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import T0, Vault, make_vault
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 
 def rows(vault: Vault) -> list[tuple[object, ...]]:

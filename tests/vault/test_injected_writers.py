@@ -14,8 +14,8 @@ import pytest
 from mcp_memoryrouter.vault.rules.domain import NewRaw, new_memory_id
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import T0, StoreFactory, Vault, make_vault
+from tests.support.api import assert_envelope
 from tests.vault.embedders import ConceptEmbedder
-from tests.vault.test_keys_api import assert_envelope
 from tests.vault.test_prepare_frame import records
 from tests.vault.test_writers import mint
 

@@ -11,9 +11,8 @@ import pytest
 
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import StoreFactory, Vault, make_vault
+from tests.support.api import assert_envelope, checkout, commit
 from tests.vault.embedders import ConceptEmbedder
-from tests.vault.test_consolidation_api import checkout, commit
-from tests.vault.test_keys_api import assert_envelope
 
 SOURCES = [  # oldest first
     ("lunch with a physician", "2026-03-01T09:00:00Z"),

@@ -11,7 +11,7 @@ import pytest
 
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import Vault
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 SEARCH = {"query": "postgres"}
 

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from tests.support import Vault
+from tests.support.api import assert_envelope
 
 SEARCH = {"query": "postgres"}
-
-
-def assert_envelope(response: httpx2.Response, status: int, code: str) -> None:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"}
-    assert set(body["error"]) == {"code", "message", "details"}
-    assert body["error"]["code"] == code
 
 
 def test_missing_key_is_401_in_the_envelope(vault: Vault) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support import Vault
-from tests.vault.test_consolidation_api import checkout, commit, seed
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope, checkout, commit, seed
 
 
 def inspect(vault: Vault, memory_id: str, **extra: Any) -> dict[str, Any]:

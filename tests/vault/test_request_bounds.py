@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support import Vault
-from tests.vault.test_consolidation_api import CHECKOUT, COMMIT, seed
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import CHECKOUT, COMMIT, assert_envelope, seed
 
 
 @pytest.mark.parametrize("context_limit", [0, 51, -1])

@@ -20,9 +20,8 @@ from mcp_memoryrouter.vault.search.embeddings import Embedders, LocalMiniLM, Ope
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import FakeClock, StoreFactory, Vault, make_vault
+from tests.support.api import assert_envelope, checkout, commit
 from tests.vault.embedders import ConceptEmbedder, OtherSpace
-from tests.vault.test_consolidation_api import checkout, commit
-from tests.vault.test_keys_api import assert_envelope
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from mcp_memoryrouter.vault.rules.timeline import (
     fold,
 )
 from tests.support import Vault
-from tests.vault.test_keys_api import assert_envelope
+from tests.support.api import assert_envelope
 
 TIMELINE = "/v1/memory/timeline"
 CHECKOUT = "/v1/memory/consolidate/checkout"
