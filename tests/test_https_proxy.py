@@ -29,9 +29,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
-from tests.auth.conftest import Browser, serve
-from tests.auth.test_sdk_flow import Flow, ok
 from tests.support import free_port
+from tests.support.mcp import ok
+from tests.support.oauth import Browser, Flow, serve
 
 CADDY = shutil.which("caddy") or "/usr/bin/caddy"
 REQUIRED = os.environ.get("MEMORYROUTER_TEST_CADDY", "").strip() == "1"

@@ -10,7 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Request, Route, sync_playwright
 
-from tests.auth.conftest import (
+from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support.oauth import (
     REDIRECT_URI,
     OAuthServer,
     authorize_url,
@@ -19,7 +20,6 @@ from tests.auth.conftest import (
     pkce,
     register,
 )
-from tests.support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's /usr/bin/chromium")
 

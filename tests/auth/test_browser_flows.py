@@ -25,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route as StarletteRoute
 
-from tests.auth.conftest import REDIRECT_URI, OAuthServer, call_mcp, pkce, serve
-from tests.auth.test_sdk_flow import MemoryStorage, ok
 from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support.mcp import ok
+from tests.support.oauth import REDIRECT_URI, MemoryStorage, OAuthServer, call_mcp, pkce, serve
 
 pytestmark = [
     pytest.mark.anyio,

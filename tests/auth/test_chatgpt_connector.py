@@ -24,8 +24,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.clients import DocumentFetching
-from tests.auth.conftest import Browser, OAuthServer, oauth_server_at
-from tests.auth.test_sdk_flow import MemoryStorage, ok
+from tests.support.mcp import ok
+from tests.support.oauth import Browser, MemoryStorage, OAuthServer, oauth_server_at
 
 pytestmark = pytest.mark.anyio
 CLIENT_ID = "https://chatgpt.com/oauth/app_6f1d2c3b4a59/client.json"

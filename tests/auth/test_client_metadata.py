@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.clients import MetadataDocuments
-from tests.auth.conftest import (
+from tests.support.oauth import (
     REDIRECT_URI,
     Browser,
     OAuthServer,

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
-from tests.auth.conftest import OAuthServer, authorize_url, pkce, register
+from tests.support.oauth import OAuthServer, authorize_url, pkce, register
 
 UNPARSEABLE = [
     "https://0177.0.0.1/c.json",

@@ -17,7 +17,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.auth.conftest import Browser, OAuthServer
+from tests.support.oauth import Browser, OAuthServer
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]

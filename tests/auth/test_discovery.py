@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter.config import Settings
-from tests.auth.conftest import (
+from tests.support.oauth import (
     OAuthServer,
     authorize_url,
     call_mcp,

@@ -26,7 +26,7 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from tests.auth.conftest import Clock, OAuthServer, call_mcp, serve
+from tests.support.oauth import Clock, OAuthServer, call_mcp, serve
 
 
 def bound_socket() -> tuple[socket.socket, str]:

@@ -20,7 +20,10 @@ import pytest
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError
-from tests.auth.conftest import (
+from tests.auth.oidc_idp import Idp, running_idp
+from tests.auth.test_oidc_signin import CLIENT, PEOPLE, consented
+from tests.support import free_port
+from tests.support.oauth import (
     OAuthServer,
     authorize_url,
     call_mcp,
@@ -29,9 +32,6 @@ from tests.auth.conftest import (
     read_form,
     register,
 )
-from tests.auth.oidc_idp import Idp, running_idp
-from tests.auth.test_oidc_signin import CLIENT, PEOPLE, consented
-from tests.support import free_port
 
 COMPANY_CLIENT = {"client_id": "memoryrouter-co", "client_secret": "another-long-secret-for-tests"}
 COMPANY_PEOPLE = {

@@ -25,7 +25,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.oidc import Identity, admitted, check_claims
-from tests.auth.conftest import (
+from tests.support import live_server
+from tests.support.oauth import (
     OAuthServer,
     authorize_url,
     oauth_server_at,
@@ -33,7 +34,6 @@ from tests.auth.conftest import (
     read_form,
     register,
 )
-from tests.support import live_server
 
 CLIENT_ID, SECRET = "memoryrouter", "s3cret"
 

@@ -14,7 +14,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 
-from tests.auth.conftest import (
+from tests.auth.oidc_idp import Idp, running_idp
+from tests.support import free_port
+from tests.support.oauth import (
     REDIRECT_URI,
     OAuthServer,
     authorize_url,
@@ -25,8 +27,6 @@ from tests.auth.conftest import (
     read_form,
     register,
 )
-from tests.auth.oidc_idp import Idp, running_idp
-from tests.support import free_port
 
 CLIENT = {"client_id": "memoryrouter", "client_secret": "a-long-client-secret-for-tests"}
 PEOPLE = {

@@ -13,7 +13,8 @@ import httpx2
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.auth.conftest import (
+from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support.oauth import (
     REDIRECT_URI,
     OAuthServer,
     authorize_url,
@@ -22,7 +23,6 @@ from tests.auth.conftest import (
     read_form,
     register,
 )
-from tests.support import CHROMIUM, CHROMIUM_ARGS
 from tests.ui.conftest import DESKTOP, PHONE, axe_violations, dumps, needs_browser, shoot
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.auth.conftest import Browser, OAuthServer, call_mcp, grant_tokens, refresh
+from tests.support.oauth import Browser, OAuthServer, call_mcp, grant_tokens, refresh
 
 pytestmark = pytest.mark.anyio
 RECONNECT = "reconnect MemoryRouter in your client's connector settings"

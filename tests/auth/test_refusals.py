@@ -10,7 +10,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-from tests.auth.conftest import (
+from tests.support.oauth import (
     REDIRECT_URI,
     Browser,
     OAuthServer,

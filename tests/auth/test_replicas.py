@@ -33,9 +33,9 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.ui.sessions import UiSessions
 from tests import pg
-from tests.auth.conftest import REDIRECT_URI, Browser, Clock, pkce, read_form, serve
 from tests.auth.oidc_idp import Idp, running_idp
 from tests.support import free_port
+from tests.support.oauth import REDIRECT_URI, Browser, Clock, pkce, read_form, serve
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 

@@ -4,91 +4,12 @@ discovery, registration, authorization with sign-in and consent, tokens, tool ca
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
-
-import httpx2
 import pytest
-from mcp.client import Client
-from mcp.client.auth import OAuthClientProvider
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import (
-    AuthorizationCodeResult,
-    OAuthClientInformationFull,
-    OAuthClientMetadata,
-    OAuthToken,
-)
-from mcp.types import CallToolResult
-from pydantic import AnyUrl
 
-from tests.auth.conftest import REDIRECT_URI, Browser, OAuthServer, read_form
+from tests.support.mcp import ok
+from tests.support.oauth import FIRST_CONNECTION, Browser, Flow, OAuthServer, read_form
 
 pytestmark = pytest.mark.anyio
-FIRST_CONNECTION = ["memories:read", "memories:reflect", "memories:write"]
-
-
-class MemoryStorage:
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-class Flow:
-    """An OAuthClientProvider whose browser is :class:`Browser`."""
-
-    def __init__(self, server: OAuthServer, browser: Browser) -> None:
-        self.browser = browser
-        self.storage = MemoryStorage()
-        self.callbacks: list[dict[str, str]] = []
-        self.authorize_urls: list[str] = []
-        self.provider = OAuthClientProvider(
-            server_url=server.mcp_url,
-            client_metadata=OAuthClientMetadata(
-                client_name="Flow test",
-                redirect_uris=[AnyUrl(REDIRECT_URI)],
-                grant_types=["authorization_code", "refresh_token"],
-                response_types=["code"],
-                token_endpoint_auth_method="none",
-            ),
-            storage=self.storage,
-            redirect_handler=self.redirect,
-            callback_handler=self.callback,
-        )
-
-    async def redirect(self, url: str) -> None:
-        self.authorize_urls.append(url)
-        self.callbacks.append(await self.browser.authorize(url))
-
-    async def callback(self) -> AuthorizationCodeResult:
-        last = self.callbacks[-1]
-        return AuthorizationCodeResult(code=last["code"], state=last.get("state"), iss=last["iss"])
-
-    @asynccontextmanager
-    async def client(self, server: OAuthServer) -> AsyncIterator[Client]:
-        async with (
-            httpx2.AsyncClient(auth=self.provider, timeout=30) as http,
-            Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
-        ):
-            yield client
-
-
-def ok(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
 
 
 async def test_discovery_registration_consent_and_tool_calls_with_the_sdk_client(

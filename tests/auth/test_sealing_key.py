@@ -14,7 +14,7 @@ from mcp_memoryrouter.auth.sealing import SEALING_KEY_FILE, SealedElsewhere, Sea
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.ui.sessions import UiSessions
-from tests.auth.conftest import grant_tokens, oauth_server_at, refresh
+from tests.support.oauth import grant_tokens, oauth_server_at, refresh
 
 
 def test_a_missing_sealing_key_file_stops_the_server(tmp_path: Path) -> None:

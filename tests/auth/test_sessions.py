@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter.auth.browser import Cookies
-from tests.auth.conftest import (
+from tests.support.oauth import (
     REDIRECT_URI,
     Browser,
     OAuthServer,

@@ -1,88 +1,17 @@
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
-import httpx2
 import pytest
-from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from tests.support import free_port, live_server
-
-Mode = Literal["auto", "legacy"]
-ResponseHook = Callable[[httpx2.Response], Awaitable[None]]
-
-
-@dataclass
-class McpServer:
-    url: str  # the /mcp endpoint
-    key: str
-    service: VaultService  # the vault behind it, to mint more keys
-
-    def new_key(self, *, read_only: bool = False) -> str:
-        key, _ = self.service.create_vault(read_only=read_only)
-        return key
-
-    @asynccontextmanager
-    async def client(
-        self, key: str | None = None, mode: Mode = "auto", hooks: Sequence[ResponseHook] = ()
-    ) -> AsyncIterator[Client]:
-        """The SDK's client over HTTP with ``key``; ``hooks`` see every HTTP response."""
-        headers = {"Authorization": f"Bearer {key or self.key}"}
-        async with (
-            httpx2.AsyncClient(
-                headers=headers, timeout=30, event_hooks={"response": list(hooks)}
-            ) as http,
-            Client(streamable_http_client(self.url, http_client=http), mode=mode) as client,
-        ):
-            yield client
-
-
-@contextmanager
-def serve_process(data_dir: Path, **env: str) -> Iterator[tuple[str, str | None]]:
-    """``mcp-memoryrouter serve`` as its own process: (base URL, first key if printed)."""
-    port = free_port()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    log = data_dir / "serve.log"
-    with log.open("w") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
-            env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), **env},
-            stderr=sink,
-            stdout=subprocess.DEVNULL,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx2.get(url + "/healthz", timeout=1)
-                break
-            except httpx2.TransportError:
-                assert time.monotonic() < deadline, "serve did not start within 30 s"
-                assert proc.poll() is None, log.read_text()
-                time.sleep(0.05)
-        keys = [ln.strip() for ln in log.read_text().splitlines() if ln.strip().startswith("mk_")]
-        first_run = data_dir / "first-run.key"  # where serve puts it when stderr is no terminal
-        if not keys and first_run.exists():
-            keys = [first_run.read_text().strip()]
-        yield url, keys[0] if keys else None
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+from tests.support import live_server
+from tests.support.mcp import McpServer, serve_process
 
 
 @pytest.fixture
@@ -115,17 +44,3 @@ def proxy(tmp_path: Path) -> Iterator[McpServer]:
 def mcp_server(request: pytest.FixtureRequest) -> McpServer:
     server: McpServer = request.getfixturevalue(request.param)
     return server
-
-
-def stdio_server(data_dir: Path, **env: str) -> tuple[StdioServerParameters, str]:
-    """``mcp-memoryrouter stdio`` as a local client starts it, over a new vault in
-    ``data_dir``: (how to start it, the vault's key it acts with)."""
-    store = SQLiteStore(data_dir / "vault.sqlite3")
-    key, _ = VaultService(store, clock=lambda: 0, lease_seconds=900).create_vault()
-    store.close()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_memoryrouter", "stdio"],
-        env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), "MEMORYROUTER_KEY": key, **env},
-    )
-    return params, key

@@ -14,8 +14,8 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
-from tests.mcp.test_refusals import text_of
 from tests.support import make_vault
+from tests.support.mcp import text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.tokens import est_tokens
-from tests.mcp.conftest import McpServer
+from tests.support.mcp import McpServer
 
 pytestmark = pytest.mark.anyio
 

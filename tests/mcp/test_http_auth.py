@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
@@ -11,25 +10,8 @@ import pytest
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
-from tests.mcp.conftest import McpServer, Mode
 from tests.support import live_server
-
-LEGACY = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
-def rpc(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-
-
-def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return rpc("tools/call", {"name": name, "arguments": arguments})
-
-
-def post(
-    server: McpServer, body: object, key: str | None = None, **headers: str
-) -> httpx2.Response:
-    auth = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx2.post(server.url, json=body, headers={**LEGACY, **auth, **headers}, timeout=30)
+from tests.support.mcp import McpServer, Mode, call, post, rpc
 
 
 def test_no_token_is_401_with_a_bearer_challenge(embedded: McpServer) -> None:

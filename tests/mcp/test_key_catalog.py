@@ -16,8 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_REQUEST, CallToolResult
 
-from tests.auth.conftest import OAuthServer, grant_tokens, oauth_server_at
-from tests.mcp.conftest import McpServer, stdio_server
+from tests.support.mcp import McpServer, stdio_server
+from tests.support.oauth import OAuthServer, grant_tokens, oauth_server_at
 
 pytestmark = pytest.mark.anyio
 

@@ -10,23 +10,17 @@ from pathlib import Path
 import httpx2
 import pytest
 from mcp.client import Client
-from mcp.types import CallToolResult
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
-from tests.mcp.conftest import McpServer
-from tests.mcp.test_http_auth import call, post, rpc
 from tests.support import Vault, make_vault
+from tests.support.mcp import McpServer, call, post, rpc, text_of
 
 pytestmark = pytest.mark.anyio
 KEY = "mk_" + "k" * 43
-
-
-def text_of(result: CallToolResult) -> str:
-    return "".join(getattr(c, "text", "") for c in result.content)
 
 
 @pytest.mark.parametrize(

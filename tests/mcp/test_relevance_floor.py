@@ -11,9 +11,8 @@ import pytest
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
-from tests.mcp.conftest import McpServer
-from tests.mcp.test_tools_live import ok
 from tests.support import live_server
+from tests.support.mcp import McpServer, ok
 from tests.vault.test_relevance_floor import GUITAR, UNRELATED
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx2
 
-from tests.mcp.conftest import McpServer
+from tests.support.mcp import McpServer
 
 LEGACY = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}

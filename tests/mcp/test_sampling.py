@@ -27,8 +27,8 @@ from mcp_memoryrouter import limits
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.loop import run_triggered
 from mcp_memoryrouter.vault.rules.contract import reflection_contract
-from tests.mcp.conftest import McpServer, Mode, stdio_server
 from tests.reflect.model_program import entries
+from tests.support.mcp import McpServer, Mode, stdio_server
 
 pytestmark = pytest.mark.anyio
 

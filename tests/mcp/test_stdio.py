@@ -13,8 +13,8 @@ import pytest
 from mcp.client import Client
 
 from mcp_memoryrouter.startup import SERVING_FILE
-from tests.mcp.conftest import stdio_server
 from tests.support import free_port
+from tests.support.mcp import stdio_server
 from tests.test_startup import _stop, _wait_healthy
 
 pytestmark = pytest.mark.anyio

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 import pytest
 from mcp.types import CallToolResult
 
-from tests.mcp.conftest import McpServer, Mode
+from tests.support.mcp import McpServer, Mode, ok
 
 pytestmark = pytest.mark.anyio
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -34,12 +33,6 @@ EXPECTED_TOOLS = {
 def mode(request: pytest.FixtureRequest) -> Mode:
     value: Mode = request.param
     return value
-
-
-def ok(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
 
 
 def everything(result: CallToolResult) -> str:

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from cryptography.fernet import Fernet
 
-from tests.auth.conftest import OAuthServer, call_mcp, grant_tokens, oauth_server_at
+from tests.support.oauth import OAuthServer, call_mcp, grant_tokens, oauth_server_at
 
 
 @pytest.fixture

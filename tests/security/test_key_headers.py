@@ -11,11 +11,10 @@ import pytest
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
-from tests.mcp.conftest import McpServer
-from tests.mcp.test_http_auth import LEGACY, rpc
 from tests.security.conftest import LimitedVault
 from tests.support import live_server
 from tests.support.api import assert_envelope
+from tests.support.mcp import LEGACY, McpServer, rpc
 
 SEARCH = {"query": "postgres"}
 DECOY = "mk_" + "d" * 43

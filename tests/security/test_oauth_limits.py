@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter.auth.store import AUTH_DB_FILE
-from tests.auth.conftest import (
+from tests.support.oauth import (
     OAuthServer,
     authorize_url,
     grant_tokens,

@@ -18,8 +18,8 @@ import httpx2
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from tests.auth.conftest import OAuthServer, grant_tokens, oauth_server_at
 from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support.oauth import OAuthServer, grant_tokens, oauth_server_at
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / ".tools/axe/node_modules/axe-core/axe.min.js"

@@ -9,7 +9,7 @@ import re
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.auth.conftest import OAuthServer, call_mcp, refresh
+from tests.support.oauth import OAuthServer, call_mcp, refresh
 from tests.ui.conftest import Seeded, api, connect_app, needs_browser, sign_in
 
 pytestmark = needs_browser

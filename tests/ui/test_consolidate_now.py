@@ -12,8 +12,8 @@ from pathlib import Path
 
 from playwright.sync_api import BrowserContext, expect
 
-from tests.auth.conftest import OAuthServer
 from tests.reflect.conftest import PROGRAM
+from tests.support.oauth import OAuthServer
 from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
 
 pytestmark = needs_browser

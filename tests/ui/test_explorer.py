@@ -11,7 +11,7 @@ import re
 from playwright.sync_api import BrowserContext, Page, expect
 
 from mcp_memoryrouter.ui.sessions import IDLE_SECONDS
-from tests.auth.conftest import OAuthServer
+from tests.support.oauth import OAuthServer
 from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
 
 pytestmark = needs_browser

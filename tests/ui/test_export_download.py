@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tests.auth.conftest import OAuthServer
 from tests.reflect.test_transfer_characters import EVERY
+from tests.support.oauth import OAuthServer
 from tests.ui.conftest import api
 from tests.ui.test_sessions import signed_in
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from playwright.sync_api import BrowserContext, FilePayload, Page, expect
 
 from mcp_memoryrouter import limits
-from tests.auth.conftest import OAuthServer
+from tests.support.oauth import OAuthServer
 from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
 
 pytestmark = needs_browser

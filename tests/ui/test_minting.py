@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import BrowserContext, expect
 
-from tests.auth.conftest import OAuthServer
+from tests.support.oauth import OAuthServer
 from tests.ui.conftest import api, needs_browser, sign_in
 from tests.ui.test_sessions import csrf_of, signed_in
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from playwright.sync_api import BrowserContext, Page
 
-from tests.auth.conftest import OAuthServer
+from tests.support.oauth import OAuthServer
 from tests.ui.conftest import (
     DESKTOP,
     PHONE,

@@ -16,7 +16,7 @@ import pytest
 from mcp_memoryrouter import limits
 from mcp_memoryrouter.ui.explorer import CSP
 from mcp_memoryrouter.ui.sessions import IDLE_SECONDS, LIFETIME_SECONDS, UI_DB_FILE
-from tests.auth.conftest import OAuthServer, oauth_server_at
+from tests.support.oauth import OAuthServer, oauth_server_at
 from tests.ui.conftest import api, stats
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
