@@ -52,14 +52,16 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "client": (["client"], ["foundation", "schemas"]),
     "auth": (["auth"], ["foundation", "schemas", "client"]),
     "reflect": (["reflect"], ["foundation", "schemas", "client"]),
+    # memories moved in and out: a vault as JSONL, a chat history brought in
+    "transfer": (["transfer"], ["foundation", "schemas", "client"]),
     # reflect_memories runs the consolidation loop's own steps with the host's model
     "mcp": (["mcp"], ["foundation", "schemas", "client", "auth", "reflect"]),
-    "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect"]),
+    "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect", "transfer"]),
     # the chat proxy: provider calls with memory, the vault over HTTP like the MCP side
     "proxy": (["proxy"], ["foundation", "schemas", "client"]),
     # the explorer's pages: the vault over HTTP too; its sessions seal keys as auth does,
-    # and its upload imports an export as the import command does
-    "ui": (["ui"], ["foundation", "schemas", "client", "auth", "reflect"]),
+    # and its upload imports an export as the import command does (transfer)
+    "ui": (["ui"], ["foundation", "schemas", "client", "auth", "transfer"]),
     # composition roots
     "startup": (["startup"], ["foundation"]),
     # the connections serve accepts: deadlines, a cap, the proxies trusted

@@ -9,8 +9,8 @@ against a local server and a remote one.
   opt-out, log) around it.
 - :mod:`.prompt` and :mod:`.parse` what the model reads and how its answer is read;
   :mod:`.models` the command and chat-endpoint adapters.
-- :mod:`.archive`, :mod:`.export`, :mod:`.importer` a whole vault as JSONL and back;
-  :mod:`.history` and :mod:`.chat_export` a ChatGPT or Claude history brought in.
+- Moving memories in and out (a vault as JSONL, a ChatGPT or Claude history) is not
+  consolidation: it is :mod:`mcp_memoryrouter.transfer`.
 - :mod:`.cli` the commands: what each takes (light, so ``--help`` starts at once) and what
   it does, imported when it runs.
 

@@ -22,8 +22,8 @@ from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.store import AuthStore, Connection
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Forbidden, MemoryRouterError, NotFound
-from mcp_memoryrouter.reflect.archive import Archive, read_archive
-from mcp_memoryrouter.reflect.importer import import_archive
+from mcp_memoryrouter.transfer.archive import Archive, read_archive
+from mcp_memoryrouter.transfer.importer import import_archive
 from mcp_memoryrouter.ui.corrections import Corrections
 from mcp_memoryrouter.ui.notices import Notices
 from mcp_memoryrouter.ui.render import PREFIX, url

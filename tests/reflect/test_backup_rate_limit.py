@@ -12,9 +12,9 @@ import pytest
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.reflect.archive import read_archive
-from mcp_memoryrouter.reflect.export import export_vault
-from mcp_memoryrouter.reflect.importer import import_archive
+from mcp_memoryrouter.transfer.archive import read_archive
+from mcp_memoryrouter.transfer.export import export_vault
+from mcp_memoryrouter.transfer.importer import import_archive
 from mcp_memoryrouter.vault.app import create_vault_app
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore

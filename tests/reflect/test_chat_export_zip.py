@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.reflect.chat_export import Caps, read_export
+from mcp_memoryrouter.transfer.chat_export import Caps, read_export
 from tests.reflect.conftest import Served
 from tests.reflect.test_history_import import (
     CHATGPT,

@@ -22,8 +22,8 @@ from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import TransportFailure
-from mcp_memoryrouter.reflect.history import History, read_history, session_id
-from mcp_memoryrouter.reflect.importer import MAX_REQUEST_BYTES, history_requests
+from mcp_memoryrouter.transfer.history import History, read_history, session_id
+from mcp_memoryrouter.transfer.importer import MAX_REQUEST_BYTES, history_requests
 from tests.reflect.conftest import Served
 
 FIXTURES = Path(__file__).with_name("fixtures")

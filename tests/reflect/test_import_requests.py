@@ -16,9 +16,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Conflict
-from mcp_memoryrouter.reflect.archive import read_archive
-from mcp_memoryrouter.reflect.history import read_history
-from mcp_memoryrouter.reflect.importer import (
+from mcp_memoryrouter.transfer.archive import read_archive
+from mcp_memoryrouter.transfer.history import read_history
+from mcp_memoryrouter.transfer.importer import (
     import_archive,
     import_history,
     plan_history,

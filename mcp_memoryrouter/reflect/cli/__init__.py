@@ -5,7 +5,7 @@ from MEMORYROUTER_KEY or ``--key-file``, see :mod:`.options`), so they work agai
 server and a remote one alike. Progress goes to stderr, results to stdout.
 
 :mod:`.commands` declares them (light: ``--help`` loads nothing else); :mod:`.consolidate`
-and :mod:`.archive` do their work, imported when one runs.
+and :mod:`.transfer` do their work, imported when one runs.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``reflect``, ``auto``, ``import`` and ``export``: what each command takes, and its help.
 
 Every ``--help`` and every wrong usage is answered from here, so this module imports click
-and the options alone. What a command does is in :mod:`.consolidate` and :mod:`.archive`
+and the options alone. What a command does is in :mod:`.consolidate` and :mod:`.transfer`
 (the client, the loop, the readers), imported when the command runs: importing them here
 made ``--version`` pay for pydantic, the HTTP client and the model adapters
 (``bench/cli_startup.py``).
@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from mcp_memoryrouter.reflect.cli.options import ModelSpec, model_options, vault_options
-from mcp_memoryrouter.reflect.history import SOURCES
+from mcp_memoryrouter.transfer.history import SOURCES
 
 
 @click.command()
@@ -124,9 +124,9 @@ def import_command(api_url: str, key: str, file: Path, source: str, as_json: boo
     The whole file is checked first: a bad line or conversation stops the import before
     anything is sent, naming it.
     """
-    from mcp_memoryrouter.reflect.cli import archive  # imported as it runs
+    from mcp_memoryrouter.reflect.cli import transfer  # imported as it runs
 
-    archive.run_import(api_url, key, file, source, as_json)
+    transfer.run_import(api_url, key, file, source, as_json)
 
 
 @click.command()
@@ -141,6 +141,6 @@ def import_command(api_url: str, key: str, file: Path, source: str, as_json: boo
 )
 def export(api_url: str, key: str, output: Path | None) -> None:
     """Export the whole vault, every tier with its lineage, as JSONL that `import` reads."""
-    from mcp_memoryrouter.reflect.cli import archive  # imported as it runs
+    from mcp_memoryrouter.reflect.cli import transfer  # imported as it runs
 
-    archive.run_export(api_url, key, output)
+    transfer.run_export(api_url, key, output)

@@ -1,4 +1,4 @@
-"""Export a whole vault, every tier with its lineage, as the JSONL of :mod:`reflect.archive`.
+"""Export a whole vault, every tier with its lineage, as the JSONL of :mod:`transfer.archive`.
 
 The vault streams it in one request, ``GET /v1/memory/export`` (NDJSON, read from the store
 page by page), instead of one date-search page and one inspect per reflection: an export of

@@ -1,5 +1,5 @@
-"""Import an archive (see :mod:`reflect.archive`), or a chat history (see
-:mod:`reflect.history`, :func:`import_history` at the end), into a vault.
+"""Import an archive (see :mod:`transfer.archive`), or a chat history (see
+:mod:`transfer.history`, :func:`import_history` at the end), into a vault.
 
 Raw memories go through ``POST /v1/memory/ingest`` with their dates, roles and sessions (each
 message names its own), in requests of at most 500 messages (and well under the 1 MiB body
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Conflict, InvalidRequest
-from mcp_memoryrouter.reflect.archive import Archive, Numbered, ReflectionGroup
-from mcp_memoryrouter.reflect.history import History
+from mcp_memoryrouter.transfer.archive import Archive, Numbered, ReflectionGroup
+from mcp_memoryrouter.transfer.history import History
 
 MAX_MESSAGES_PER_REQUEST = 500
 MAX_MARK_IDS = limits.MAX_DELETE_IDS  # ids the vault takes per import-consolidated request
@@ -188,7 +188,7 @@ async def _recreate(
     report.reflections[group.tier] += len(done.created)
 
 
-# --- chat histories (see :mod:`reflect.history`) ----------------------------------------
+# --- chat histories (see :mod:`transfer.history`) ----------------------------------------
 
 # role, date, session id (at most 200 characters, ASCII: history.session_id) and punctuation
 _OVERHEAD = 100 + _session_size("-" * limits.MAX_ID_CHARS)

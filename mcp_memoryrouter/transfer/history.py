@@ -1,7 +1,7 @@
 """Chat histories exported by ChatGPT and Claude, read into conversations of plain messages.
 
 Both exports are a ``conversations.json`` holding a JSON array of conversations. This module
-only reads the loaded JSON value (no I/O); ``reflect.importer.import_history`` sends what it
+only reads the loaded JSON value (no I/O); ``transfer.importer.import_history`` sends what it
 returns. The whole value is checked: anything that is not the named format raises
 :class:`InvalidRequest` naming the conversation (1-based, with its id) and what is wrong.
 

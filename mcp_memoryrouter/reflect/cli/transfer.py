@@ -1,5 +1,5 @@
-"""What ``import`` and ``export`` do: a whole vault as JSONL (see :mod:`reflect.archive`) and
-back; ``import --from chatgpt|claude``: a chat history (see :mod:`reflect.chat_export`).
+"""What ``import`` and ``export`` do: a whole vault as JSONL (see :mod:`transfer.archive`) and
+back; ``import --from chatgpt|claude``: a chat history (see :mod:`transfer.chat_export`).
 Their options and help are in :mod:`.commands`."""
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import click
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.private import open_private
-from mcp_memoryrouter.reflect.archive import Archive, read_archive
-from mcp_memoryrouter.reflect.chat_export import looks_like_zip, read_export
 from mcp_memoryrouter.reflect.cli.options import vault_failure
-from mcp_memoryrouter.reflect.export import export_vault
-from mcp_memoryrouter.reflect.history import History, Source
-from mcp_memoryrouter.reflect.importer import (
+from mcp_memoryrouter.transfer.archive import Archive, read_archive
+from mcp_memoryrouter.transfer.chat_export import looks_like_zip, read_export
+from mcp_memoryrouter.transfer.export import export_vault
+from mcp_memoryrouter.transfer.history import History, Source
+from mcp_memoryrouter.transfer.importer import (
     counted,
     import_archive,
     import_history,

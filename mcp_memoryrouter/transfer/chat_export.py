@@ -29,9 +29,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.reflect.archive import json_problem
-from mcp_memoryrouter.reflect.history import History, Source, read_history
 from mcp_memoryrouter.schemas import hidden
+from mcp_memoryrouter.transfer.archive import json_problem
+from mcp_memoryrouter.transfer.history import History, Source, read_history
 
 MEMBER = "conversations.json"
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty zip's end record
