@@ -31,6 +31,9 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         ],
         [],
     ),
+    # the one page system: the shell, escaping and security headers of every HTML page, the
+    # explorer's and the sign-in pages' alike (below both: the explorer stands on auth)
+    "pages": (["pages"], ["foundation"]),
     "schemas": (["schemas"], ["foundation"]),
     "config": (["config"], ["foundation"]),
     # /metrics: request counters around the whole server, the store read through a callable
@@ -50,7 +53,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # the client side: the vault only over HTTP
     "client": (["client"], ["foundation", "schemas"]),
-    "auth": (["auth"], ["foundation", "schemas", "client"]),
+    "auth": (["auth"], ["foundation", "pages", "schemas", "client"]),
     "reflect": (["reflect"], ["foundation", "schemas", "client"]),
     # memories moved in and out: a vault as JSONL, a chat history brought in
     "transfer": (["transfer"], ["foundation", "schemas", "client"]),
@@ -61,7 +64,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "proxy": (["proxy"], ["foundation", "schemas", "client"]),
     # the explorer's pages: the vault over HTTP too; its sessions seal keys as auth does,
     # and its upload imports an export as the import command does (transfer)
-    "ui": (["ui"], ["foundation", "schemas", "client", "auth", "transfer"]),
+    "ui": (["ui"], ["foundation", "pages", "schemas", "client", "auth", "transfer"]),
     # composition roots
     "startup": (["startup"], ["foundation"]),
     # the connections serve accepts: deadlines, a cap, the proxies trusted
@@ -91,6 +94,8 @@ PURE = [
     "proxy.events",
     "proxy.options",
     "proxy.routes",
+    "pages.document",
+    "pages.headers",
     "ui.render",
     "ui.render_tidy",
     "ui.render_writing",
@@ -306,6 +311,9 @@ def planted(tmp_path: Path, files: dict[str, str]) -> list[Module]:
             "imports vault.service",
         ),
         ("mcp/server.py", "import importlib\nimportlib.import_module(name)\n", "computed"),
+        ("pages/document.py", "from mcp_memoryrouter.auth.pages import page\n", "imports auth."),
+        ("pages/headers.py", "from mcp_memoryrouter.ui import render\n", "imports ui.render"),
+        ("pages/document.py", "from mcp_memoryrouter import schemas\n", "imports schemas"),
     ],
 )
 def test_the_layer_check_fails_on_an_upward_or_sideways_import(

@@ -22,7 +22,6 @@ from starlette.routing import Route
 
 from mcp_memoryrouter.auth.addresses import Resolver, system_resolver
 from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
-from mcp_memoryrouter.auth.document import STYLESHEET_PATH
 from mcp_memoryrouter.auth.keyring import KeyRing
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
 from mcp_memoryrouter.auth.pages import (
@@ -48,6 +47,7 @@ from mcp_memoryrouter.auth.store import AUTH_DB_FILE, AuthStore
 from mcp_memoryrouter.auth.throttle import OAuthLimits, Throttle, throttled
 from mcp_memoryrouter.auth.verifiers import GrantTokenVerifier
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.pages.assets import STYLESHEET_PATH
 
 # Paths answered with "Access-Control-Allow-Origin: *" (browser-based clients discover and
 # exchange tokens cross-origin); the app's own CORS policy must not shadow them.

@@ -34,8 +34,6 @@ from mcp_memoryrouter.auth.browser import (
 from mcp_memoryrouter.auth.consent import answers, asked, news
 from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.display import return_host, shown, visible
-from mcp_memoryrouter.auth.document import PRODUCT, STYLESHEET_PATH, document
-from mcp_memoryrouter.auth.document import stylesheet as stylesheet_bytes
 from mcp_memoryrouter.auth.memory_keys import key_info_or_none
 from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcRefused, admitted
 from mcp_memoryrouter.auth.provider import (
@@ -55,6 +53,10 @@ from mcp_memoryrouter.auth.store import (
 )
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
+from mcp_memoryrouter.pages.assets import STYLESHEET_PATH
+from mcp_memoryrouter.pages.assets import stylesheet as stylesheet_bytes
+from mcp_memoryrouter.pages.document import PRODUCT, document
+from mcp_memoryrouter.pages.headers import SIGN_IN_HEADERS
 from mcp_memoryrouter.schemas import KeyInfo
 
 T = TypeVar("T")
@@ -107,20 +109,6 @@ class ExplorerIdentity:
     start: Callable[[str, str], Awaitable[Response]]
 
 
-SECURITY_HEADERS = {
-    # The explorer's stylesheet from this server, nothing inline, no script at all. No
-    # form-action: browsers apply it to the redirect to the client's callback as well.
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Frame-Options": "DENY",
-    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
-    # pages' own form posts, which the origin check (foreign_origin) refuses; no address is
-    # sent to another site either way
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-    "X-Content-Type-Options": "nosniff",
-}
 KEY_ORIGIN = (
     "A memory key is shown once, when its vault is created (<code>mcp-memoryrouter keys "
     "create</code>); whoever holds a key of the vault can make more. It starts with "
@@ -146,7 +134,7 @@ def page(title: str, body: str, status: int = 200, server: str | None = None) ->
         header=header,
         main_class="narrow",
     )
-    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+    return HTMLResponse(html, status_code=status, headers=SIGN_IN_HEADERS)
 
 
 async def stylesheet(_: Request) -> Response:

@@ -19,6 +19,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import send_bytes
+from mcp_memoryrouter.pages.headers import REFUSAL_HEADERS, raw
 from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
 
 GUARDED_PATHS = frozenset({"/authorize", "/token", "/revoke", "/register"})
@@ -29,11 +30,7 @@ JSON_HEADERS = [
     (b"access-control-allow-origin", b"*"),
     (b"access-control-expose-headers", b"Retry-After"),
 ]
-HTML_HEADERS = [
-    (b"content-type", b"text/html; charset=utf-8"),
-    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
-    (b"x-frame-options", b"DENY"),
-]
+HTML_HEADERS = [(b"content-type", b"text/html; charset=utf-8"), *raw(REFUSAL_HEADERS)]
 
 
 @dataclass(frozen=True)
@@ -51,14 +48,13 @@ def buckets(per_minute: int, burst: int, clock: MonotonicMs) -> TokenBuckets | N
 
 
 async def refuse(send: Send, status: int, message: str, *, page: bool, wait: int | None) -> None:
-    headers = [(b"cache-control", b"no-store")]
-    if wait is not None:
-        headers.append((b"retry-after", str(wait).encode()))
+    headers = [] if wait is None else [(b"retry-after", str(wait).encode())]
     if page:
         title = "Too many requests" if status == 429 else "Request too large"
         html = f"<!doctype html><title>{title}</title><h1>{title}</h1><p>{message}</p>"
         await send_bytes(send, status, html.encode(), [*HTML_HEADERS, *headers])
         return
+    headers.append((b"cache-control", b"no-store"))
     # RFC 6749 §4.1.2.1 / §5.2 error shape, readable by the browser-based clients the
     # endpoints answer cross-origin (the refusal comes before their CORS wrapper)
     error = "temporarily_unavailable" if status == 429 else "invalid_request"

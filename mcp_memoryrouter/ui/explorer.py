@@ -44,13 +44,15 @@ from mcp_memoryrouter.errors import (
     TransportFailure,
     Unauthorized,
 )
+from mcp_memoryrouter.pages.headers import EXPLORER_CSP as CSP
+from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS
 from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui import render
 from mcp_memoryrouter.ui.notices import Notices
 from mcp_memoryrouter.ui.render import PREFIX, ConsolidateNow, Filters, Viewer, url
 from mcp_memoryrouter.ui.responses import Form, html, local_path, redirect, viewer_of
 from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
-from mcp_memoryrouter.ui.shell import CSP, SECURITY_HEADERS, Shell
+from mcp_memoryrouter.ui.shell import Shell
 from mcp_memoryrouter.ui.tidying import Tidying
 from mcp_memoryrouter.ui.upload import read_upload
 from mcp_memoryrouter.ui.writing import Writing
@@ -416,7 +418,7 @@ class Explorer:
                 self._sessions.start, person.vault_ref, person.key, person.read_only, self._clock()
             )
         )
-        response = html(render.signed_in(local_path(person.next_path)), 200, SECURITY_HEADERS)
+        response = html(render.signed_in(local_path(person.next_path)), 200, EXPLORER_HEADERS)
         self._set(response, SESSION_COOKIE, session.secret, LIFETIME_SECONDS)
         self._clear(response, SIGN_IN_COOKIE)
         return response

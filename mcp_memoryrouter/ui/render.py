@@ -15,7 +15,7 @@ from typing import Literal
 from urllib.parse import quote, urlencode
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.auth.document import document
+from mcp_memoryrouter.pages.document import document
 
 PREFIX = "/ui"
 TIER_NAMES = {1: "moment", 2: "reflection", 3: "high-level reflection"}

@@ -4,8 +4,8 @@ router's own 404 or 405, an unexpected error):
 - the ``Host`` must be one this server is known by (the same list ``/mcp`` accepts), so a
   page on another name that resolves here (DNS rebinding) cannot use the explorer; a POST
   whose ``Origin`` is another site is refused too;
-- the security headers (a strict Content-Security-Policy, no framing, no caching) are set on
-  every response;
+- the security headers (``pages.headers.EXPLORER_HEADERS``: a strict
+  Content-Security-Policy, no framing, no caching) are set on every response;
 - an unexpected error is a plain 500 page, logged, never a trace.
 """
 
@@ -13,30 +13,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from html import escape
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import foreign_origin, host_allowed, send_bytes
-from mcp_memoryrouter.auth.document import document
+from mcp_memoryrouter.pages.document import alert, document
+from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS, raw
 
 log = logging.getLogger(__name__)
 
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+MISDIRECTED = (
+    "This server does not answer to that name. Set MEMORYROUTER_PUBLIC_URL, or add the name "
+    "to MEMORYROUTER_ALLOWED_HOSTS."
 )
-SECURITY_HEADERS = {
-    "content-security-policy": CSP,
-    "x-frame-options": "DENY",
-    "x-content-type-options": "nosniff",
-    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on a
-    # form post, and the origin check below needs the real one
-    "referrer-policy": "same-origin",
-    "cache-control": "no-store",
-    "cross-origin-opener-policy": "same-origin",
-}
 
 
 class Shell:
@@ -51,58 +41,54 @@ class Shell:
         headers = Headers(scope=scope)
         host = headers.get("host", "")
         if not host_allowed(host, self._hosts):
-            await _refuse(
-                send,
-                421,
-                "Misdirected request",
-                "This server does not answer to that name. Set MEMORYROUTER_PUBLIC_URL, or add "
-                "the name to MEMORYROUTER_ALLOWED_HOSTS.",
-            )
+            await _refuse(send, 421, "Misdirected request", MISDIRECTED)
             return
         if scope["method"] == "POST" and foreign_origin(headers.get("origin"), host):
             await _refuse(
                 send, 403, "Refused", "This form was sent from another site. Nothing was changed."
             )
             return
-        started = False
-
-        async def secured(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                raw = [
-                    (k, v)
-                    for k, v in message.get("headers", [])
-                    if k.decode("latin-1").lower() not in SECURITY_HEADERS
-                    or k.decode("latin-1").lower() == "cache-control"
-                ]
-                present = {k.decode("latin-1").lower() for k, _ in raw}
-                raw += [
-                    (k.encode(), v.encode())
-                    for k, v in SECURITY_HEADERS.items()
-                    if k not in present
-                ]
-                message = {**message, "headers": raw}
-            await send(message)
-
+        secured = Secured(send)
         try:
             await self._app(scope, receive, secured)
         except Exception:
             log.exception("the explorer failed on %s %s", scope["method"], scope["path"])
-            if not started:
-                await _refuse(
-                    send, 500, "Something went wrong", "The page could not be made. Try again."
-                )
-            else:
+            if secured.started:
                 raise
+            await _refuse(
+                send, 500, "Something went wrong", "The page could not be made. Try again."
+            )
+
+
+class Secured:
+    """``send``, with the security headers put on the response's start (a handler's own
+    ``cache-control`` kept: an asset may be cached)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            message = {**message, "headers": secured(message.get("headers", []))}
+        await self._send(message)
+
+
+def secured(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    kept = [
+        (name, value)
+        for name, value in headers
+        if (lowered := name.decode("latin-1").lower()) not in EXPLORER_HEADERS
+        or lowered == "cache-control"
+    ]
+    present = {name.decode("latin-1").lower() for name, _ in kept}
+    return kept + raw({k: v for k, v in EXPLORER_HEADERS.items() if k not in present})
 
 
 async def _refuse(send: Send, status: int, title: str, message: str) -> None:
-    content = f'<p class="error" role="alert">{escape(message)}</p>'
     page = document(
-        title, content, site="Memory explorer", stylesheet_url="/ui/static/explorer.css"
+        title, alert(message), site="Memory explorer", stylesheet_url="/ui/static/explorer.css"
     )
-    body = page.encode()
-    headers = [(b"content-type", b"text/html; charset=utf-8")]
-    headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
-    await send_bytes(send, status, body, headers)
+    headers = [(b"content-type", b"text/html; charset=utf-8"), *raw(EXPLORER_HEADERS)]
+    await send_bytes(send, status, page.encode(), headers)

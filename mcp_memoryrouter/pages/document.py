@@ -1,27 +1,32 @@
 """The page every answer a person reads in a browser stands in: the explorer's pages and the
 sign-in and consent pages of the authorization server alike.
 
-One skeleton (:func:`document`) and one stylesheet, ``ui/static/explorer.css``: the explorer
-serves it under ``/ui/static/``, the authorization server at :data:`STYLESHEET_PATH` (so its
-pages keep their look when the explorer is off). Neither kind of page carries an inline
-script or style: their Content-Security-Policy allows the stylesheet from this server only.
-The skeleton lives here, below the explorer, because the explorer stands on ``auth`` and not
-the other way round.
+One skeleton (:func:`document`), and one rule for what goes into it: every value from outside
+passes through :func:`esc` (or ``auth.display.shown`` for text another party wrote); the
+renderers are pure functions from what a page says to its HTML. No page carries an inline
+script or style: the Content-Security-Policy (:mod:`.headers`) forbids both.
 """
 
 from __future__ import annotations
 
 from html import escape
-from importlib import resources
 
 PRODUCT = "MemoryRouter"
-STYLESHEET_PATH = "/oauth/static/explorer.css"
 
 
-def stylesheet() -> bytes:
-    """The explorer's stylesheet, as the package ships it."""
-    shipped = resources.files("mcp_memoryrouter").joinpath("ui", "static", "explorer.css")
-    return shipped.read_bytes()
+def esc(value: object) -> str:
+    """``value`` as HTML text, quotes escaped too (safe in an attribute)."""
+    return escape(str(value), quote=True)
+
+
+def alert(message: str) -> str:
+    """A refusal or an error, read out at once by a screen reader."""
+    return f'<p class="error" role="alert">{esc(message)}</p>'
+
+
+def status(message: str) -> str:
+    """What was done, read out by a screen reader when it is idle."""
+    return f'<p class="notice" role="status">{esc(message)}</p>'
 
 
 def document(
