@@ -41,27 +41,31 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.auth.clients import DocumentFetching
-from mcp_memoryrouter.auth.database import PostgresPool
-from mcp_memoryrouter.auth.embedded import PUBLIC_CORS_PREFIXES, EmbeddedAuthServer, build_embedded
-from mcp_memoryrouter.auth.external import (
+from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
+from mcp_memoryrouter.auth.pages import OIDC_CALLBACK_PATH, IdentityProvider
+from mcp_memoryrouter.auth.resource.challenge import ScopeChallenge, SingleAuthorization
+from mcp_memoryrouter.auth.resource.external import (
     ExternalTokenVerifier,
     RemoteKeys,
     load_bindings,
 )
-from mcp_memoryrouter.auth.keyfiles import read_or_create
-from mcp_memoryrouter.auth.keyring import KeyRing
-from mcp_memoryrouter.auth.memory_keys import MemoryKeyVerifier
-from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
-from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcSettings
-from mcp_memoryrouter.auth.pages import OIDC_CALLBACK_PATH, IdentityProvider
-from mcp_memoryrouter.auth.provider import Lifetimes
-from mcp_memoryrouter.auth.resource import ScopeChallenge, SingleAuthorization
+from mcp_memoryrouter.auth.resource.memory_keys import MemoryKeyVerifier
+from mcp_memoryrouter.auth.resource.verifiers import AnyOfVerifiers
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy, load_policy
-from mcp_memoryrouter.auth.sealing import Sealer
-from mcp_memoryrouter.auth.store import AuthStore
-from mcp_memoryrouter.auth.throttle import OAuthLimits
-from mcp_memoryrouter.auth.verifiers import AnyOfVerifiers
+from mcp_memoryrouter.auth.server.clients import DocumentFetching
+from mcp_memoryrouter.auth.server.embedded import (
+    PUBLIC_CORS_PREFIXES,
+    EmbeddedAuthServer,
+    build_embedded,
+)
+from mcp_memoryrouter.auth.server.keyring import KeyRing
+from mcp_memoryrouter.auth.server.provider import Lifetimes
+from mcp_memoryrouter.auth.server.throttle import OAuthLimits
+from mcp_memoryrouter.auth.signin.oidc import Identity, OidcClient, OidcSettings
+from mcp_memoryrouter.auth.state.database import PostgresPool
+from mcp_memoryrouter.auth.state.keyfiles import read_or_create
+from mcp_memoryrouter.auth.state.sealing import Sealer
+from mcp_memoryrouter.auth.state.store import AuthStore
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError

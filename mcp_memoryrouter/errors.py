@@ -26,7 +26,7 @@ to change; the command line prints it, and it never reaches a caller over HTTP:
     StartupError
     ├── ConfigError         the settings describe a server that must not start
     ├── PolicyError         scopes.yaml and the tool catalog disagree (auth/scopes.py)
-    ├── BindingsError       the OAuth bindings file is unreadable or open (auth/external.py)
+    ├── BindingsError       the OAuth bindings file is unreadable or open (auth/resource/)
     └── StoreInUse          another process serves this SQLite vault (store/sqlite/owner.py)
 """
 

@@ -301,7 +301,11 @@ def planted(tmp_path: Path, files: dict[str, str]) -> list[Module]:
         ("vault/service.py", "import mcp_memoryrouter.mcp.server\n", "imports mcp.server"),
         ("schemas.py", "from mcp_memoryrouter.mcp import budget\n", "imports mcp.budget"),
         ("client.py", "from mcp_memoryrouter.auth.scopes import Scope\n", "imports auth.scopes"),
-        ("auth/resource.py", "from mcp_memoryrouter.mcp.binding import Vault\n", "imports mcp."),
+        (
+            "auth/resource/challenge.py",
+            "from mcp_memoryrouter.mcp.binding import Vault\n",
+            "imports mcp.",
+        ),
         ("mcp/binding.py", "from ..vault.service import VaultService\n", "vault.service"),
         ("vault/search/ranking.py", "from ..store import base\n", "imports vault.store.base"),
         ("vault/store/base.py", "from ..http import api\n", "imports vault.http.api"),

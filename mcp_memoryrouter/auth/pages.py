@@ -26,25 +26,25 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memoryrouter.asgi import foreign_origin
-from mcp_memoryrouter.auth.browser import (
+from mcp_memoryrouter.auth.display import return_host, shown, visible
+from mcp_memoryrouter.auth.resource.memory_keys import key_info_or_none
+from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
+from mcp_memoryrouter.auth.server.browser import (
     EXPLORER_LOGIN_COOKIE,
     SESSION_SECONDS,
     Cookies,
 )
-from mcp_memoryrouter.auth.consent import answers, asked, news
-from mcp_memoryrouter.auth.database import off_loop
-from mcp_memoryrouter.auth.display import return_host, shown, visible
-from mcp_memoryrouter.auth.memory_keys import key_info_or_none
-from mcp_memoryrouter.auth.oidc import Identity, OidcClient, OidcRefused, admitted
-from mcp_memoryrouter.auth.provider import (
+from mcp_memoryrouter.auth.server.consent import answers, asked, news
+from mcp_memoryrouter.auth.server.provider import (
     FLOW_PARAM,
     REQUEST_SECONDS,
     SIGN_IN_PATH,
     EmbeddedProvider,
 )
-from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
-from mcp_memoryrouter.auth.sealing import SealedElsewhere
-from mcp_memoryrouter.auth.store import (
+from mcp_memoryrouter.auth.signin.oidc import Identity, OidcClient, OidcRefused, admitted
+from mcp_memoryrouter.auth.state.database import off_loop
+from mcp_memoryrouter.auth.state.sealing import SealedElsewhere
+from mcp_memoryrouter.auth.state.store import (
     IdentityRow,
     OidcLogin,
     PendingRequest,

@@ -5,8 +5,8 @@ the grant is bound to (never the client's own token). Without a token (stdio, or
 unauthenticated local mode) the server's configured key is used, with the scopes that key
 allows. Every tool and resource is bound through :meth:`Binder.bind`, which refuses a call
 whose scope (from ``scopes.yaml``) was not granted. An OAuth grant is answered with an HTTP
-403 step-up challenge (:func:`~mcp_memoryrouter.auth.resource.refuse_scope`): its client can
-ask for the scope. A memory key (as the bearer token, or the server's own under stdio) cannot
+403 step-up challenge (:func:`~mcp_memoryrouter.auth.resource.refuse_scope`): its client can ask
+for the scope. A memory key (as the bearer token, or the server's own under stdio) cannot
 step up, so it is answered with a tool error saying what the key is and how to get one that
 may (:func:`key_refusal`), and the tools and resources it may not use are not listed to it
 (``catalog.py``).
@@ -26,7 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
 
 from mcp_memoryrouter.auth.claims import KEY_INFO_CLAIM, VAULT_KEY_CLAIM, VAULT_REF_CLAIM
-from mcp_memoryrouter.auth.resource import refuse_scope
+from mcp_memoryrouter.auth.resource.challenge import refuse_scope
 from mcp_memoryrouter.auth.scopes import (
     ABILITIES,
     ALL_SCOPES,

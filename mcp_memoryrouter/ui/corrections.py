@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcp_memoryrouter.auth.database import Database
+from mcp_memoryrouter.auth.state.database import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ui_corrections (

@@ -33,8 +33,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.asgi import read_body
-from mcp_memoryrouter.auth.database import off_loop
 from mcp_memoryrouter.auth.pages import ExplorerIdentity, IdentitySignedIn
+from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,

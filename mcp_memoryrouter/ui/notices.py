@@ -7,7 +7,7 @@ import json
 from functools import partial
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.auth.database import off_loop
+from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.ui.sessions import UiSession, UiSessions
 
 

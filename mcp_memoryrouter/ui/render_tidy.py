@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.auth.display import return_host, shown
 from mcp_memoryrouter.auth.scopes import SCOPE_WORDS
-from mcp_memoryrouter.auth.store import Connection
+from mcp_memoryrouter.auth.state.store import Connection
 from mcp_memoryrouter.ui.render import PREFIX, Viewer, csrf_field, day, esc, page
 
 WORDS = {str(scope): words for scope, words in SCOPE_WORDS.items()}  # what an app may do

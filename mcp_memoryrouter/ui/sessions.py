@@ -1,6 +1,6 @@
 """The explorer's server-side sessions, in their own SQLite file in the data directory (0600),
 or in the table ``ui_sessions`` of the shared PostgreSQL when replicas serve the explorer (a
-session made on one works on every other; ``auth/database.py``).
+session made on one works on every other; ``auth/state/database.py``).
 
 A person signs in with a memory key once; the browser then holds only a random secret in an
 HttpOnly, SameSite=Strict cookie. The server keeps the secret's SHA-256 digest, the vault it
@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_memoryrouter.auth.database import Database, PostgresPool, SqliteDatabase
-from mcp_memoryrouter.auth.sealing import SealedElsewhere, Sealer
+from mcp_memoryrouter.auth.state.database import Database, PostgresPool, SqliteDatabase
+from mcp_memoryrouter.auth.state.sealing import SealedElsewhere, Sealer
 from mcp_memoryrouter.ui import corrections
 from mcp_memoryrouter.ui.corrections import Corrections
 

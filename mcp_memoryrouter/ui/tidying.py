@@ -1,7 +1,7 @@
 """The Tidy page and its changes: export and import the vault, make and revoke its keys,
 disconnect an app signed in to it, wipe it.
 
-The apps are the grants of the embedded authorization server (``auth/store.py``), read and
+The apps are the grants of the embedded authorization server (``auth/state/store.py``), read and
 revoked here for the signed-in vault only, and only once the vault has confirmed that the
 session's key still opens that vault with the right to change it."""
 
@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.auth.database import off_loop
-from mcp_memoryrouter.auth.store import AuthStore, Connection
+from mcp_memoryrouter.auth.state.database import off_loop
+from mcp_memoryrouter.auth.state.store import AuthStore, Connection
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Forbidden, MemoryRouterError, NotFound
 from mcp_memoryrouter.transfer.archive import Archive, read_archive

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mcp_memoryrouter import limits, schemas
-from mcp_memoryrouter.auth.database import off_loop
+from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import NotFound
 from mcp_memoryrouter.ui import render_writing

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mcp_memoryrouter.auth.clients import DocumentFetching
+from mcp_memoryrouter.auth.server.clients import DocumentFetching
 from tests.support.mcp import ok
 from tests.support.oauth import Browser, MemoryStorage, OAuthServer, oauth_server_at
 

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mcp_memoryrouter.auth.clients import MetadataDocuments
+from mcp_memoryrouter.auth.server.clients import MetadataDocuments
 from tests.support.oauth import (
     REDIRECT_URI,
     Browser,

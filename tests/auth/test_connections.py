@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memoryrouter.auth.database import PostgresPool
-from mcp_memoryrouter.auth.store import AUTH_DB_FILE, AuthStore, Grant
+from mcp_memoryrouter.auth.state.database import PostgresPool
+from mcp_memoryrouter.auth.state.store import AUTH_DB_FILE, AuthStore, Grant
 from tests import pg
 
 T0 = 1_800_000_000.0

@@ -16,8 +16,8 @@ import httpx2
 import pytest
 from anyio.abc import SocketStream
 
-from mcp_memoryrouter.auth.addresses import Resolver
-from mcp_memoryrouter.auth.clients import MetadataDocuments
+from mcp_memoryrouter.auth.server.addresses import Resolver
+from mcp_memoryrouter.auth.server.clients import MetadataDocuments
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_memoryrouter.app import create_server
-from mcp_memoryrouter.auth.external import BindingsError
+from mcp_memoryrouter.auth.resource.external import BindingsError
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.vault.service import VaultService

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mcp_memoryrouter.auth.oidc import Identity, admitted, check_claims
+from mcp_memoryrouter.auth.signin.oidc import Identity, admitted, check_claims
 from tests.support import live_server
 from tests.support.oauth import (
     OAuthServer,

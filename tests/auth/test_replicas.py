@@ -27,8 +27,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 from mcp_memoryrouter.app import create_server
-from mcp_memoryrouter.auth.database import PostgresPool
-from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.state.database import PostgresPool
+from mcp_memoryrouter.auth.state.sealing import Sealer
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.ui.sessions import UiSessions

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import pytest
 
-from mcp_memoryrouter.auth.browser import Cookies
+from mcp_memoryrouter.auth.server.browser import Cookies
 from tests.support.oauth import (
     REDIRECT_URI,
     Browser,

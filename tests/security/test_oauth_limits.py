@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from mcp_memoryrouter.auth.store import AUTH_DB_FILE
+from mcp_memoryrouter.auth.state.store import AUTH_DB_FILE
 from tests.support.oauth import (
     OAuthServer,
     authorize_url,

@@ -34,7 +34,7 @@ from pydantic import AnyUrl
 from starlette.types import ASGIApp
 
 from mcp_memoryrouter.app import Server, create_server
-from mcp_memoryrouter.auth.clients import DocumentFetching
+from mcp_memoryrouter.auth.server.clients import DocumentFetching
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
 

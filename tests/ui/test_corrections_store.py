@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memoryrouter.auth.database import PostgresPool
-from mcp_memoryrouter.auth.sealing import Sealer
+from mcp_memoryrouter.auth.state.database import PostgresPool
+from mcp_memoryrouter.auth.state.sealing import Sealer
 from mcp_memoryrouter.ui.corrections import Corrections
 from mcp_memoryrouter.ui.sessions import UiSessions
 from tests import pg

@@ -20,9 +20,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcp_memoryrouter.auth.addresses import Resolver, system_resolver
-from mcp_memoryrouter.auth.clients import MetadataDocuments, is_loopback_host
-from mcp_memoryrouter.auth.keyring import KeyRing
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
 from mcp_memoryrouter.auth.pages import (
     CONSENT_PATH,
@@ -32,20 +29,23 @@ from mcp_memoryrouter.auth.pages import (
     Pages,
     stylesheet,
 )
-from mcp_memoryrouter.auth.provider import (
+from mcp_memoryrouter.auth.resource.challenge import RECONNECT
+from mcp_memoryrouter.auth.resource.verifiers import GrantTokenVerifier
+from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
+from mcp_memoryrouter.auth.server.addresses import Resolver, system_resolver
+from mcp_memoryrouter.auth.server.clients import MetadataDocuments, is_loopback_host
+from mcp_memoryrouter.auth.server.keyring import KeyRing
+from mcp_memoryrouter.auth.server.provider import (
     SIGN_IN_PATH,
     EmbeddedProvider,
     Lifetimes,
     resource_problem,
 )
-from mcp_memoryrouter.auth.resource import RECONNECT
-from mcp_memoryrouter.auth.revocation import RevocationEndpoint
-from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
-from mcp_memoryrouter.auth.sealing import Sealer
-from mcp_memoryrouter.auth.signing import Signer
-from mcp_memoryrouter.auth.store import AUTH_DB_FILE, AuthStore
-from mcp_memoryrouter.auth.throttle import OAuthLimits, Throttle, throttled
-from mcp_memoryrouter.auth.verifiers import GrantTokenVerifier
+from mcp_memoryrouter.auth.server.revocation import RevocationEndpoint
+from mcp_memoryrouter.auth.server.signing import Signer
+from mcp_memoryrouter.auth.server.throttle import OAuthLimits, Throttle, throttled
+from mcp_memoryrouter.auth.state.sealing import Sealer
+from mcp_memoryrouter.auth.state.store import AUTH_DB_FILE, AuthStore
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.pages.assets import STYLESHEET_PATH
 

@@ -23,7 +23,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.asgi import repeated_header, send_json
-from mcp_memoryrouter.auth.memory_keys import looks_like_memory_key
+from mcp_memoryrouter.auth.resource.memory_keys import looks_like_memory_key
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, SCOPE_WORDS
 from mcp_memoryrouter.auth.scopes import Scope as OAuthScope
 from mcp_memoryrouter.pages.document import PRODUCT

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from mcp_memoryrouter.auth.keyfiles import read_or_create
+from mcp_memoryrouter.auth.state.keyfiles import read_or_create
 
 SEALING_KEY_FILE = "oauth-sealing.key"
 

@@ -1,7 +1,7 @@
 """Access tokens: short-lived JWTs signed with ES256 (RFC 9068 shape), and the JWKS that
 verifies them. On SQLite the signing key lives in the data directory (0600) so tokens survive
 restarts, and never changes; on PostgreSQL replicas share a rotating set of keys
-(``auth/keyring.py``)."""
+(``auth/server/keyring.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from joserfc import jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import ECKey, KeySet
 
-from mcp_memoryrouter.auth.keyfiles import read_or_create
+from mcp_memoryrouter.auth.state.keyfiles import read_or_create
 
 SIGNING_KEY_FILE = "oauth-signing-key.json"
 ALGORITHM = "ES256"

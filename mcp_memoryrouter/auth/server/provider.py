@@ -36,7 +36,9 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
-from mcp_memoryrouter.auth.clients import (
+from mcp_memoryrouter.auth.resource.verifiers import GrantTokenVerifier, key_still_accepted
+from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
+from mcp_memoryrouter.auth.server.clients import (
     UNUSED_CLIENT_SECONDS,
     MetadataDocuments,
     RegisteredClient,
@@ -44,12 +46,10 @@ from mcp_memoryrouter.auth.clients import (
     full_client,
     is_metadata_url,
 )
-from mcp_memoryrouter.auth.database import off_loop
-from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
-from mcp_memoryrouter.auth.sealing import SealedElsewhere, Sealer
-from mcp_memoryrouter.auth.signing import GRANT_CLAIM, TokenKeys
-from mcp_memoryrouter.auth.store import AuthStore, Grant, PendingRequest, digest
-from mcp_memoryrouter.auth.verifiers import GrantTokenVerifier, key_still_accepted
+from mcp_memoryrouter.auth.server.signing import GRANT_CLAIM, TokenKeys
+from mcp_memoryrouter.auth.state.database import off_loop
+from mcp_memoryrouter.auth.state.sealing import SealedElsewhere, Sealer
+from mcp_memoryrouter.auth.state.store import AuthStore, Grant, PendingRequest, digest
 from mcp_memoryrouter.client import VaultClient
 
 CODE_SECONDS = 60

@@ -1,5 +1,5 @@
 """Persistent state of the embedded authorization server: its own SQLite file in the data
-directory, or tables prefixed ``oauth_`` in the shared PostgreSQL (``auth/database.py``: one
+directory, or tables prefixed ``oauth_`` in the shared PostgreSQL (``auth/state/database.py``: one
 class, the same SQL on both).
 
 Tables: registered clients, pending authorization requests (between /authorize and the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_memoryrouter.auth.database import Database, PostgresPool, Row, SqliteDatabase
+from mcp_memoryrouter.auth.state.database import Database, PostgresPool, Row, SqliteDatabase
 
 AUTH_DB_FILE = "auth.sqlite3"
 

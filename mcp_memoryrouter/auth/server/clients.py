@@ -20,7 +20,8 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl, ValidationError
 
-from mcp_memoryrouter.auth.addresses import (
+from mcp_memoryrouter.auth.scopes import ALL_SCOPES
+from mcp_memoryrouter.auth.server.addresses import (
     Resolver,
     allowed_address,
     is_loopback_address,
@@ -28,7 +29,6 @@ from mcp_memoryrouter.auth.addresses import (
     system_resolver,
     vetted_address,
 )
-from mcp_memoryrouter.auth.scopes import ALL_SCOPES
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # ChatGPT's callback carries a per-connector id that changes when a connector is recreated.

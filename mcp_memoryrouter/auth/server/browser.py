@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_memoryrouter.auth.clients import is_loopback_host
-from mcp_memoryrouter.auth.provider import REQUEST_SECONDS
+from mcp_memoryrouter.auth.server.clients import is_loopback_host
+from mcp_memoryrouter.auth.server.provider import REQUEST_SECONDS
 
 FLOW_COOKIE = "memoryrouter_flow"
 # binds a sign-in the explorer started to its browser, until the provider sends it back

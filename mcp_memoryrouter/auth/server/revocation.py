@@ -11,7 +11,7 @@ from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAu
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from mcp_memoryrouter.auth.provider import EmbeddedProvider
+from mcp_memoryrouter.auth.server.provider import EmbeddedProvider
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 

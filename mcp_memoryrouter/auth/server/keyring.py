@@ -12,7 +12,7 @@ stopped signing, and when a token names a key it does not know (at most once per
 :data:`~mcp_memoryrouter.limits.OAUTH_UNKNOWN_KID_RELOAD_SECONDS`, so made-up ``kid`` values
 cost no more than one small query a second).
 
-The private keys are stored sealed with the sealing key (``auth/sealing.py``), which is not in
+The private keys are stored sealed with the sealing key (``auth/state/sealing.py``), which is not in
 the database: whoever can read the database can neither forge access tokens nor open the
 memory keys grants are bound to; that takes the sealing key file as well. A replica whose
 sealing key cannot open the current signing key refuses to start (its sealing key differs
@@ -33,9 +33,9 @@ from joserfc.errors import InvalidKeyIdError
 from joserfc.jwk import ECKey, KeySet
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.auth.database import PostgresDatabase, PostgresPool
-from mcp_memoryrouter.auth.sealing import Sealer
-from mcp_memoryrouter.auth.signing import new_key, public_half, sign_with, verify_with
+from mcp_memoryrouter.auth.server.signing import new_key, public_half, sign_with, verify_with
+from mcp_memoryrouter.auth.state.database import PostgresDatabase, PostgresPool
+from mcp_memoryrouter.auth.state.sealing import Sealer
 from mcp_memoryrouter.errors import ConfigError
 
 log = logging.getLogger(__name__)

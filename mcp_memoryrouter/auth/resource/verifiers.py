@@ -14,11 +14,11 @@ from collections.abc import Callable
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
-from mcp_memoryrouter.auth.database import off_loop
-from mcp_memoryrouter.auth.memory_keys import key_info_or_none
-from mcp_memoryrouter.auth.sealing import Sealer
-from mcp_memoryrouter.auth.signing import GRANT_CLAIM, TokenKeys
-from mcp_memoryrouter.auth.store import AuthStore
+from mcp_memoryrouter.auth.resource.memory_keys import key_info_or_none
+from mcp_memoryrouter.auth.server.signing import GRANT_CLAIM, TokenKeys
+from mcp_memoryrouter.auth.state.database import off_loop
+from mcp_memoryrouter.auth.state.sealing import Sealer
+from mcp_memoryrouter.auth.state.store import AuthStore
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 

@@ -1,0 +1,1 @@
+"""Sign-in with an identity provider (OpenID Connect): this server as a relying party."""
