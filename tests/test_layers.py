@@ -35,13 +35,15 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     # explorer's and the sign-in pages' alike (below both: the explorer stands on auth)
     "pages": (["pages"], ["foundation"]),
     "schemas": (["schemas"], ["foundation"]),
+    # every database the server keeps: connections, pools, the dialect, one migration runner
+    "db": (["db"], ["foundation"]),
     "config": (["config"], ["foundation"]),
     # /metrics: request counters around the whole server, the store read through a callable
     "metrics": (["metrics"], ["foundation"]),
     # the vault side
     "rules": (["vault.rules"], ["foundation"]),
     "search": (["vault.search"], ["foundation", "rules"]),
-    "store": (["vault.store"], ["foundation", "rules", "search"]),
+    "store": (["vault.store"], ["foundation", "db", "rules", "search"]),
     "service": (
         ["vault", "vault.service", "vault.hybrid", "vault.keyring", "vault.indexer"],
         ["foundation", "rules", "search", "store"],

@@ -5,7 +5,8 @@ from outside, and its statements arrive as it wrote them (``?`` placeholders, th
 each execution beside them).
 
 - **SQLite.** The store opens every connection (its writer, each thread's reader, an
-  export's) through ``connect`` in :mod:`mcp_memoryrouter.vault.store.sqlite.store`;
+  export's) through ``connect`` (:mod:`mcp_memoryrouter.db.sqlite`'s, as
+  :mod:`mcp_memoryrouter.vault.store.sqlite.store` imports it);
   :func:`recording_sqlite` puts a recording proxy around each one. Statements run by the
   database's own triggers are not statements of the store, and are not seen.
 - **PostgreSQL.** Statements reach psycopg through its cursors (``Connection.execute`` makes
@@ -29,7 +30,7 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict
 
-from mcp_memoryrouter.vault.store.sqlite import connection
+from mcp_memoryrouter.db import sqlite as db_sqlite
 from mcp_memoryrouter.vault.store.sqlite import store as sqlite_store
 
 Params = Sequence[Any]
@@ -118,7 +119,7 @@ class _RecordingConnection:
 def recording_sqlite(recording: Recording) -> Iterator[None]:
     """Record every statement of the SQLite stores opened meanwhile (and of their
     connections, for as long as they live)."""
-    original: Callable[[str], sqlite3.Connection] = connection.connect
+    original: Callable[[str], sqlite3.Connection] = db_sqlite.connect
 
     def connect(path: str) -> sqlite3.Connection:
         return cast(sqlite3.Connection, _RecordingConnection(original(path), recording))

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from mcp_memoryrouter.db import Tx
 from mcp_memoryrouter.vault.rules import counters
 from mcp_memoryrouter.vault.rules.domain import Created, ExportedMemory, new_memory_id
 from mcp_memoryrouter.vault.store.reflect import apply_counters
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
 
 
 def export_page(

@@ -19,6 +19,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from mcp_memoryrouter.db import Row, Tx
 from mcp_memoryrouter.vault.rules.domain import (
     Backlog,
     Batch,
@@ -46,7 +47,6 @@ from mcp_memoryrouter.vault.rules.selection import Selection
 from mcp_memoryrouter.vault.rules.window import Order, Page
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
 from mcp_memoryrouter.vault.store import backup, memories, reflect, window
-from mcp_memoryrouter.vault.store.sql import Row, Tx
 
 T = TypeVar("T")
 _KEYS = (

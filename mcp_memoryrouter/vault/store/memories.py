@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mcp_memoryrouter.db import Row, Tx
 from mcp_memoryrouter.vault.rules import counters, timeline
 from mcp_memoryrouter.vault.rules.date_words import date_words
 from mcp_memoryrouter.vault.rules.domain import (
@@ -17,7 +18,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Writer,
 )
 from mcp_memoryrouter.vault.store import reflect
-from mcp_memoryrouter.vault.store.sql import Row, Tx, writer_columns
+from mcp_memoryrouter.vault.store.sql import writer_columns
 
 # The per-vault counters (rules/counters.py): totals per tier, then the debt.
 COUNTERS = (

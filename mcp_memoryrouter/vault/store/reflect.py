@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 
+from mcp_memoryrouter.db import Tx
 from mcp_memoryrouter.errors import InvalidRequest, LeaseExpired, NotFound
 from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.rules import counters, coverage, leases, selection
@@ -34,7 +35,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     new_memory_id,
     reflection_tier,
 )
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row, writer_columns
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row, writer_columns
 
 CANDIDATE_FETCH = 256  # candidate rows per read of the checkout cursor
 PARENTS_SHOWN = 500  # reflections built from a memory that inspect lists

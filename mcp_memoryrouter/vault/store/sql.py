@@ -1,36 +1,22 @@
-"""The small SQL dialect every store use case is written in, once for both databases.
+"""What every store use case reads memories with, and where the vault's migrations are.
 
-A use case receives a :class:`Tx`: one transaction (or read snapshot) on the store's
-database. Statements are written with ``?`` placeholders; each database's ``Tx`` runs them
-in its own style and supplies the few clauses that differ:
-
-============== ============================== =========================================
-               SQLite                         PostgreSQL
-============== ============================== =========================================
-``among``      ``IN (?, ?, ...)``             ``= ANY(?)`` with one array parameter
-``for_update`` nothing (one writer at a time) ``FOR UPDATE [OF t]``: rows a change reads
-``skip_locked`` nothing                       ``FOR UPDATE SKIP LOCKED``: a row another
-                                              checkout is taking now is passed over
-``bytewise``   nothing (BINARY compares bytes) ``COLLATE "C"`` on text that is ordered
-``stream``     a plain cursor                 a server-side cursor, fetched in pages
-``join_in_order`` ``CROSS JOIN``: the planner  ``JOIN``: the planner orders joins well
-               keeps the left table outside
-============== ============================== =========================================
-
-Only what truly differs lives in ``store/sqlite`` and ``store/postgres``: connections and
-transactions, full-text search (FTS5 and an in-memory BM25 index, or tsvector) and vectors
-(numpy, or pgvector).
+Use cases are written once, as functions of a :class:`~mcp_memoryrouter.db.Tx` (the dialect
+both databases speak, in :mod:`mcp_memoryrouter.db`). Only what truly differs lives in
+``store/sqlite`` and ``store/postgres``: transactions and their retries, full-text search
+(FTS5 and an in-memory BM25 index, or tsvector) and vectors (numpy, or pgvector).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from typing import Any, Protocol, cast
+from typing import cast
 
+from mcp_memoryrouter.db import Row
+from mcp_memoryrouter.db.migrations import Migrations
 from mcp_memoryrouter.vault.rules.domain import Memory, Role, Tier, Writer
 
-Row = tuple[Any, ...]
-Params = Sequence[Any]
+# The vault's schema: applied when a store opens, recorded as it always was (SQLite's
+# PRAGMA user_version, PostgreSQL's schema_migrations).
+MIGRATIONS = Migrations.of("mcp_memoryrouter.vault.migrations", record="schema_migrations")
 
 # The columns every memory is read with, in the order :func:`memory_from_row` maps them.
 MEMORY_COLUMNS = (
@@ -49,42 +35,6 @@ def writer_sql(table: str = "") -> str:
     when stored in full mode, ``''`` when stored as ``:write`` (never a current key), NULL
     when not known. ``table``: the alias the row is read under (``m.``), if any."""
     return f"CASE {table}key_mode WHEN 'write' THEN '' ELSE {table}key_id END"
-
-
-class Tx(Protocol):
-    """One transaction on a store's database, in its dialect."""
-
-    bytewise: str
-    skip_locked: str
-    join_in_order: str
-
-    def one(self, sql: str, params: Params = ()) -> Row | None:
-        """The first row the statement returns, if any."""
-        ...
-
-    def all(self, sql: str, params: Params = ()) -> list[Row]: ...
-
-    def run(self, sql: str, params: Params = ()) -> int:
-        """Run a change; the number of rows it changed."""
-        ...
-
-    def many(self, sql: str, rows: Sequence[Params]) -> None:
-        """Run one statement once per parameter row."""
-        ...
-
-    def stream(self, sql: str, params: Params, fetch: int) -> Generator[Row]:
-        """The rows a query returns, read ``fetch`` at a time for as long as the caller
-        reads on (close the iterator to stop early)."""
-        ...
-
-    def among(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """A membership test over ``values`` to follow a column (``id {test}``), and its
-        parameters."""
-        ...
-
-    def for_update(self, of: str | None = None) -> str:
-        """The clause that locks the rows a change is about to read (of table ``of``)."""
-        ...
 
 
 def memory_from_row(row: Row, seq: int = 0) -> Memory:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Generator
 
+from mcp_memoryrouter.db import Params, Tx
 from mcp_memoryrouter.vault.rules.domain import Memory, SearchFilter
 from mcp_memoryrouter.vault.rules.window import Order, Page, sort_key, take_page
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Params, Tx, memory_from_row
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
 
 FETCH = 200  # rows per read of each cursor
 

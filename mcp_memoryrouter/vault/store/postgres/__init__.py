@@ -1,9 +1,9 @@
 """The PostgreSQL store (for scale): what only PostgreSQL does, beside the use cases written
-once in :mod:`..base`.
+once in :mod:`..base` (the pool, the dialect's ``Tx`` and migrations are
+:mod:`mcp_memoryrouter.db`'s).
 
 - :mod:`.store` the connection pool and retried transactions;
-- :mod:`.connection` the dialect's ``Tx`` (``%s`` placeholders, arrays, row locks);
-- :mod:`.schema` migrations under an advisory lock;
+- :mod:`.schema` the vault's migrations;
 - :mod:`.search` and :mod:`.lexical` tsvector search and the vault's common words;
 - :mod:`.vectors` pgvector: exact and HNSW search, the claimed embedding queue.
 """

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mcp_memoryrouter.db.postgres import Conn
 from mcp_memoryrouter.vault.search.ranking import COMMON_SHARE, PRUNE_FROM_ROWS, prune_common
-from mcp_memoryrouter.vault.store.postgres.connection import Conn
 
 # The text search configuration of the ``tsv`` column (migration 0005): English stems, no
 # stop words dropped.

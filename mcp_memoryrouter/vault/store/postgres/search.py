@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from mcp_memoryrouter.db.postgres import Conn
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.search.lexical import BM25, Bm25
-from mcp_memoryrouter.vault.store.postgres.connection import Conn
 from mcp_memoryrouter.vault.store.postgres.lexical import CommonTerms
 from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
 

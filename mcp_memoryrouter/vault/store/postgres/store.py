@@ -18,8 +18,10 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
+from mcp_memoryrouter.db import Tx
+from mcp_memoryrouter.db.postgres import Conn, PgTx, Pool, pool
 from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.vault.rules import counters
 from mcp_memoryrouter.vault.rules.date_words import date_words
@@ -35,9 +37,8 @@ from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
 from mcp_memoryrouter.vault.store import backup, memories
 from mcp_memoryrouter.vault.store.base import Store
 from mcp_memoryrouter.vault.store.postgres import lexical, search, vectors
-from mcp_memoryrouter.vault.store.postgres.connection import Conn, PgTx
 from mcp_memoryrouter.vault.store.postgres.schema import migrate
-from mcp_memoryrouter.vault.store.sql import Tx, writer_columns
+from mcp_memoryrouter.vault.store.sql import writer_columns
 
 T = TypeVar("T")
 _RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
@@ -160,17 +161,8 @@ class PostgresStore(Store):
         self._exact_max = exact_max
         try:
             self.schema_version = migrate(url)
-            self._pool: ConnectionPool[Conn] = ConnectionPool(
-                url,
-                min_size=pool_min,
-                max_size=max(pool_min, pool_max),
-                timeout=timeout,
-                kwargs={"prepare_threshold": None},
-                # A connection the server dropped (a restart, a failover) is replaced before
-                # use instead of failing one request.
-                check=ConnectionPool.check_connection,
-                name="memoryrouter",
-                open=True,
+            self._pool: Pool = pool(
+                url, name="memoryrouter", min_size=pool_min, max_size=pool_max, timeout=timeout
             )
         except psycopg.Error as exc:
             raise _unavailable(exc) from exc

@@ -18,11 +18,11 @@ import numpy as np
 import numpy.typing as npt
 from psycopg import sql
 
+from mcp_memoryrouter.db.postgres import Conn
 from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.search.ranking import NEIGHBOUR_GAP_MS
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery, embedding_text
-from mcp_memoryrouter.vault.store.postgres.connection import Conn
 from mcp_memoryrouter.vault.store.postgres.search import filter_sql
 from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
 

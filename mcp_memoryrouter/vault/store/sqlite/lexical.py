@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 
+from mcp_memoryrouter.db.sqlite import in_memory
 from mcp_memoryrouter.vault.search.lexical import Bm25, LexicalDoc, LexicalIndex
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sql import writer_sql
@@ -41,7 +42,7 @@ class Tokenizer:
     """FTS5's tokenizer, run on text that is not in the vault."""
 
     def __init__(self) -> None:
-        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn = in_memory()
         self._conn.execute(
             # contentless: the text is only tokenized; each use rolls its rows back
             "CREATE VIRTUAL TABLE t USING fts5 "

@@ -21,6 +21,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from mcp_memoryrouter.db import Tx
+from mcp_memoryrouter.db.migrations import migrate_sqlite
+from mcp_memoryrouter.db.sqlite import SqliteTx, connect
 from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.private import private_database
 from mcp_memoryrouter.vault.rules.domain import ExportedMemory, Memory, ScoredMemory, SearchFilter
@@ -30,9 +33,8 @@ from mcp_memoryrouter.vault.search.ranking import prune_common
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorIndex, VectorQuery
 from mcp_memoryrouter.vault.store import backup
 from mcp_memoryrouter.vault.store.base import Store
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, MIGRATIONS, memory_from_row
 from mcp_memoryrouter.vault.store.sqlite import lexical, owner, vectors
-from mcp_memoryrouter.vault.store.sqlite.connection import SqliteTx, connect, migrate
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,7 +58,7 @@ class SQLiteStore(Store):
         self._readers: list[sqlite3.Connection] = []
         self._indexes: dict[str, VectorIndex] = {}
         self._index_lock = threading.Lock()
-        self.schema_version = migrate(self._writer)
+        self.schema_version = migrate_sqlite(self._writer, MIGRATIONS)
         # The in-memory BM25 index (loaded by warm() or the first search) and what keeps it
         # in step: a change log the writer's triggers fill, applied after each commit.
         self._writer.execute("PRAGMA temp_store = MEMORY")

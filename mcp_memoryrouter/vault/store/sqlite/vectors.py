@@ -9,12 +9,13 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from mcp_memoryrouter.db import Tx
 from mcp_memoryrouter.vault.rules.coverage import by_similarity
 from mcp_memoryrouter.vault.rules.domain import Memory
 from mcp_memoryrouter.vault.search.ranking import NEIGHBOUR_GAP_MS
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorIndex, embedding_text
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, Tx, memory_from_row, writer_sql
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row, writer_sql
 
 # What the in-memory index keeps of a row (``IndexRow``), read under the alias ``m``.
 _ROW = (
