@@ -38,9 +38,8 @@ from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.commands import main
 from mcp_memoryrouter.config import Settings
-from tests.reflect.test_chat_export_zip import chatgpt_zip
-from tests.reflect.test_history_import import CLAUDE
 from tests.support import live_server, make_vault
+from tests.support.reflect import CLAUDE, chatgpt_zip
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

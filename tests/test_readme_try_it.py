@@ -21,9 +21,8 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter.startup import FIRST_KEY_FILE
-from tests.reflect.conftest import PROGRAM
-from tests.reflect.test_chat_export_zip import chatgpt_zip
 from tests.support import free_port
+from tests.support.reflect import PROGRAM, chatgpt_zip
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SERVE_SECONDS = 30

@@ -12,44 +12,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO
 
-import httpx2
 import pytest
 
 from mcp_memoryrouter.startup import FIRST_KEY_FILE, stdio_command
 from tests.support import free_port
-
-SERVE_SECONDS = 30
-
-
-def _serve(
-    data_dir: Path, port: int, *, stdout: int | IO[bytes], stderr: int | IO[bytes]
-) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir), "MEMORYROUTER_EMBEDDINGS": "none"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-    )
-
-
-def _wait_healthy(port: int) -> None:
-    deadline = time.monotonic() + SERVE_SECONDS
-    while True:
-        try:
-            httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-            return
-        except httpx2.TransportError:
-            assert time.monotonic() < deadline, "server did not answer in time"
-            time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    proc.wait(timeout=SERVE_SECONDS)
+from tests.support.process import SERVE_SECONDS, _serve, _stop, _wait_healthy
 
 
 def test_first_key_goes_to_a_0600_file_when_the_output_is_not_a_terminal(tmp_path: Path) -> None:

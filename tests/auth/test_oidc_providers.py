@@ -21,12 +21,14 @@ from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError
 from tests.auth.oidc_idp import Idp, running_idp
-from tests.auth.test_oidc_signin import CLIENT, PEOPLE, consented
 from tests.support import free_port
 from tests.support.oauth import (
+    CLIENT,
+    PEOPLE,
     OAuthServer,
     authorize_url,
     call_mcp,
+    consented,
     oauth_server_at,
     pkce,
     read_form,

@@ -10,30 +10,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 
 from tests.auth.oidc_idp import Idp, running_idp
 from tests.support import free_port
 from tests.support.oauth import (
-    REDIRECT_URI,
+    CLIENT,
+    PEOPLE,
     OAuthServer,
     authorize_url,
     call_mcp,
-    exchange,
+    consented,
     oauth_server_at,
     pkce,
     read_form,
     register,
 )
-
-CLIENT = {"client_id": "memoryrouter", "client_secret": "a-long-client-secret-for-tests"}
-PEOPLE = {
-    "ada": {"sub": "248289761001", "email": "ada@example.org", "email_verified": True},
-    "bob": {"sub": "248289761002", "email": "bob@example.org", "email_verified": True},
-    "eve": {"sub": "248289761003", "email": "eve@evil.example", "email_verified": True},
-}
 
 
 @contextmanager
@@ -66,32 +59,6 @@ def connect(server: OAuthServer, idp: Idp, login: str) -> httpx2.Response | dict
         assert started.status_code == 303 and idp.owns(started.headers["location"])
         back = idp.sign_in(browser, started.headers["location"], login)
         return consented(server, browser, browser.get(back), client_id, verifier)
-
-
-def consented(
-    server: OAuthServer,
-    browser: httpx2.Client,
-    answer: httpx2.Response,
-    client_id: str,
-    verifier: str,
-) -> httpx2.Response | dict[str, Any]:
-    """After the provider's redirect back (``answer``): consent, and the code exchanged for
-    the token response; or ``answer`` itself when the callback refused."""
-    if answer.status_code != 303:
-        return answer
-    consent = browser.get(server.base + answer.headers["location"])
-    form = read_form(consent.text)
-    done = browser.post(
-        server.base + "/oauth/consent",
-        data={**form.fields, "scope": form.scopes, "decision": "allow"},
-    )
-    assert done.status_code == 303, done.text
-    assert done.headers["location"].startswith(REDIRECT_URI)
-    code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
-    tokens = exchange(server, client_id, code, verifier)
-    assert tokens.status_code == 200, tokens.text
-    body: dict[str, Any] = tokens.json()
-    return body
 
 
 def remembered(server: OAuthServer, token: str) -> str:

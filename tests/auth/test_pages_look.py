@@ -23,7 +23,7 @@ from tests.support.oauth import (
     read_form,
     register,
 )
-from tests.ui.conftest import DESKTOP, PHONE, axe_violations, dumps, needs_browser, shoot
+from tests.support.ui import DESKTOP, PHONE, axe_violations, dumps, needs_browser, shoot
 
 pytestmark = pytest.mark.anyio
 WORDS = ["Read your memories", "Store new memories", "Delete memories"]

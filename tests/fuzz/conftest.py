@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import httpx2
 import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import start_blocking_portal
 from mcp.client import Client
 
 from mcp_memoryrouter.auth.scopes import load_policy
@@ -14,18 +13,8 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
-from tests.support import Vault, make_vault
-
-
-@dataclass
-class ToolHarness:
-    """An in-memory MCP client over the tools, bound to one vault's key; calls run on a
-    portal's event loop so synchronous hypothesis tests can drive them."""
-
-    vault: Vault
-    client: Client
-    portal: BlockingPortal
-    ids: list[str]  # raw memories in the vault
+from tests.support import make_vault
+from tests.support.tools import ToolHarness
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fuzz.conftest import ToolHarness
-from tests.fuzz.test_tools import assert_clean, call
 from tests.support import Vault
 from tests.support.api import assert_envelope
+from tests.support.tools import ToolHarness, assert_clean, call
 
 JSON = {"Content-Type": "application/json"}
 BAD_BODIES = [

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp.types import CallToolResult, TextContent
 
-from tests.fuzz.conftest import ToolHarness
+from tests.support.tools import ToolHarness, assert_clean, call
 
 TOOLS = [
     "search_memories",
@@ -112,24 +111,6 @@ class Shapes:
                 "unexpected": self.anything,
             },
         )
-
-
-def call(tools: ToolHarness, name: str, arguments: dict[str, Any]) -> CallToolResult:
-    result = tools.portal.call(tools.client.call_tool, name, arguments)
-    assert isinstance(result, CallToolResult)
-    return result
-
-
-def assert_clean(name: str, result: CallToolResult) -> None:
-    if not result.is_error:
-        return
-    assert len(result.content) == 1
-    content = result.content[0]
-    assert isinstance(content, TextContent)
-    # a crash is reported as the bare prefix; a deliberate error carries its reason
-    assert content.text.startswith(f"Error executing tool {name}: "), content.text
-    assert "internal_error" not in content.text, content.text
-    assert "transport_failure" not in content.text, content.text
 
 
 @pytest.mark.parametrize("name", TOOLS)

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 from mcp_memoryrouter.vault.rules.dates import format_ms, to_ms
 from mcp_memoryrouter.vault.rules.when import _MONTHS, _NUMBERS, window_in
-from tests.fuzz.conftest import ToolHarness
-from tests.fuzz.test_tools import assert_clean, call
+from tests.support.tools import ToolHarness, assert_clean, call
 
 FIRST_MS = to_ms(datetime(1, 1, 1, tzinfo=UTC))
 LAST_MS = to_ms(datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC))

@@ -13,7 +13,7 @@ from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
 from tests.support import live_server
 from tests.support.mcp import McpServer, ok
-from tests.vault.test_relevance_floor import GUITAR, UNRELATED
+from tests.support.store import GUITAR, UNRELATED
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from mcp.client import Client
 from mcp_memoryrouter.startup import SERVING_FILE
 from tests.support import free_port
 from tests.support.mcp import stdio_server
-from tests.test_startup import _stop, _wait_healthy
+from tests.support.process import _stop, _wait_healthy
 
 pytestmark = pytest.mark.anyio
 

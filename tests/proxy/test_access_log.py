@@ -16,7 +16,7 @@ from mcp_memoryrouter.accesslog import redacted
 from mcp_memoryrouter.startup import FIRST_KEY_FILE
 from tests.proxy.upstream import Upstream
 from tests.support import free_port, live_server
-from tests.test_startup import _stop, _wait_healthy
+from tests.support.process import _stop, _wait_healthy
 
 GOOGLE_KEY = "AIzaSyD-provider-secret-91c3"
 BODY = {"contents": [{"role": "user", "parts": [{"text": "what is the tide table today?"}]}]}

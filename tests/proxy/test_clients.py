@@ -14,37 +14,14 @@ import copy
 import json
 from typing import Any
 
-import anthropic
 import httpx2
-import openai
-from google import genai
 from google.genai import types
 
-from tests.proxy.conftest import Proxied
 from tests.proxy.upstream import ANSWER
+from tests.support.proxy import Proxied, anthropic_client, google_client, openai_client
 
 FACT = "My dog is called Biscuit and he loves the beach at Brighton"
 QUESTION = "What is my dog called again?"
-
-
-def openai_client(base: str, key: str | None, **headers: str) -> openai.OpenAI:
-    extra = {"X-Memory-Key": key, **headers} if key else headers
-    return openai.OpenAI(
-        base_url=base + "/v1", api_key="sk-provider-1", default_headers=extra, max_retries=0
-    )
-
-
-def anthropic_client(base: str, key: str | None, **headers: str) -> anthropic.Anthropic:
-    extra = {"X-Memory-Key": key, **headers} if key else headers
-    return anthropic.Anthropic(
-        base_url=base, api_key="sk-ant-provider-1", default_headers=extra, max_retries=0
-    )
-
-
-def google_client(base: str, key: str | None, **headers: str) -> genai.Client:
-    extra = {"X-Memory-Key": key, **headers} if key else headers
-    options = types.HttpOptions(base_url=base, headers=extra, api_version="v1")
-    return genai.Client(api_key="g-provider-1", http_options=options)
 
 
 def without_memory(fmt: str, body: dict[str, Any], context: str) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.proxy.events import EventReader
-from tests.proxy.conftest import settings_for
 from tests.support import live_server
+from tests.support.proxy import settings_for
 
 MIB = 1024 * 1024
 CAP = MIB  # the answer cap the server under test is given

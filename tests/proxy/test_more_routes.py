@@ -12,9 +12,8 @@ import openai
 import pytest
 from openai.types.responses import ResponseTextDeltaEvent
 
-from tests.proxy.conftest import Proxied
-from tests.proxy.test_clients import anthropic_client, google_client, openai_client
 from tests.proxy.upstream import ANSWER
+from tests.support.proxy import Proxied, anthropic_client, google_client, openai_client
 
 FACT = "The spare key to the allotment shed is under the blue watering can"
 QUESTION = "Where is the spare key to the shed?"

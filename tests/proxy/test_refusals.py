@@ -8,7 +8,6 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import openai
@@ -16,64 +15,17 @@ import pytest
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.tokens import est_tokens
-from tests.proxy.conftest import Proxied, settings_for
 from tests.proxy.upstream import ANSWER, Upstream
 from tests.support import free_port, live_server
-
-FACT = "My dog is called Biscuit and he loves the beach at Brighton"
-QUESTION = "What is my dog called again?"
-PROVIDER_KEY = "sk-provider-secret-4f1c9e"
-
-# (path, body) of one call in each format; ``model`` picks the double's scenario
-CALLS: dict[str, tuple[str, dict[str, Any]]] = {
-    "openai": (
-        "/v1/chat/completions",
-        {"model": "m", "messages": [{"role": "user", "content": QUESTION}]},
-    ),
-    "anthropic": (
-        "/v1/messages",
-        {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": QUESTION}]},
-    ),
-    "google": (
-        "/v1beta/models/m:generateContent",
-        {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]},
-    ),
-}
-KEY_HEADERS = {
-    "openai": "authorization",
-    "anthropic": "x-api-key",
-    "google": "x-goog-api-key",
-}
-
-
-def call(
-    proxied: Proxied,
-    fmt: str,
-    *,
-    model: str = "m",
-    key: str | None = "",
-    stream: bool = False,
-    body: dict[str, Any] | None = None,
-    headers: dict[str, str] | None = None,
-) -> httpx2.Response:
-    path, default = CALLS[fmt]
-    body = json.loads(json.dumps(body or default))
-    if fmt == "google":
-        path = path.replace("/m:", f"/{model}:")
-        if stream:
-            path = path.replace(":generateContent", ":streamGenerateContent?alt=sse")
-    else:
-        body["model"] = model
-        if stream:
-            body["stream"] = True
-    provider = {KEY_HEADERS[fmt]: ("Bearer " if fmt == "openai" else "") + PROVIDER_KEY}
-    memory = {"X-Memory-Key": proxied.key if key == "" else key} if key is not None else {}
-    return httpx2.post(
-        proxied.url + path,
-        json=body,
-        headers={**provider, **memory, **(headers or {})},
-        timeout=30,
-    )
+from tests.support.proxy import (
+    CALLS,
+    FACT,
+    PROVIDER_KEY,
+    QUESTION,
+    Proxied,
+    call,
+    settings_for,
+)
 
 
 def direct(proxied: Proxied, fmt: str, model: str) -> httpx2.Response:

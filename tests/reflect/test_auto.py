@@ -13,7 +13,7 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.auto import AutoConsolidator
 from mcp_memoryrouter.reflect.loop import backfill
 from mcp_memoryrouter.vault.rules.contract import reflection_contract
-from tests.reflect.conftest import ModelProgram, Seconds, Served, assert_no_ids
+from tests.support.reflect import ModelProgram, Seconds, Served, assert_no_ids
 
 pytestmark = pytest.mark.anyio
 MINUTE = 60.0

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.vault.rules.contract import reflection_contract
-from tests.reflect.conftest import ModelProgram, Served, assert_no_ids
+from tests.support.reflect import ModelProgram, Served, assert_no_ids
 
 
 def reflect(served: Served, program: ModelProgram, *args: str, **env: str) -> Any:

@@ -22,38 +22,16 @@ from click.testing import CliRunner, Result
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.transfer.chat_export import Caps, read_export
-from tests.reflect.conftest import Served
-from tests.reflect.test_history_import import (
-    CHATGPT,
+from tests.support.reflect import (
     CHATGPT_STORED,
     CLAUDE,
     CLAUDE_STORED,
+    PNG,
+    Served,
+    build_zip,
+    chatgpt_zip,
     stored,
 )
-
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4  # not UTF-8, as the real attachments
-
-
-def build_zip(path: Path, members: dict[str, bytes]) -> Path:
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return path
-
-
-def chatgpt_zip(path: Path, **extra: bytes) -> Path:
-    return build_zip(
-        path,
-        {
-            "chat.html": b"<html><script>var jsonData = [];</script></html>",
-            "user.json": b'{"id": "user-1", "email": "ana@example.com"}',
-            "message_feedback.json": b"[]",
-            "file-6QnPkmKZ9Vd2aD0p4cU7Xb-IMG_0412.png": PNG,
-            "dalle-generations/file-9XyZ-a-grey-cat.webp": PNG,
-            "conversations.json": CHATGPT.read_bytes(),
-            **extra,
-        },
-    )
 
 
 def claude_zip(path: Path) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcp_memoryrouter.cli import main
-from tests.reflect.conftest import ModelProgram, Served, wait_until
+from tests.support.reflect import ModelProgram, Served, wait_until
 
 QUIET = {"REFLECT_TEST_GROUP": "100", "REFLECT_TEST_IMPORTANCE": "1"}
 NOWHERE = "http://127.0.0.1:9"

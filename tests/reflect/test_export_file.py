@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
-from tests.reflect.conftest import Served
+from tests.support.reflect import Served
 
 SECRET = "The locker code is 4417."
 

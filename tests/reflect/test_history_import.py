@@ -24,78 +24,21 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import TransportFailure
 from mcp_memoryrouter.transfer.history import History, read_history, session_id
 from mcp_memoryrouter.transfer.importer import MAX_REQUEST_BYTES, history_requests
-from tests.reflect.conftest import Served
-
-FIXTURES = Path(__file__).with_name("fixtures")
-CHATGPT = FIXTURES / "chatgpt_conversations.json"
-CLAUDE = FIXTURES / "claude_conversations.json"
-GPT_1 = "chatgpt-6650a1b2-0000-4000-8000-00000000c001"
-GPT_2 = "chatgpt-6650a1b2-0000-4000-8000-00000000c002"
-CLAUDE_1 = "claude-c1a0d0e0-0000-4000-8000-000000000001"
-CLAUDE_2 = "claude-c1a0d0e0-0000-4000-8000-000000000002"
-
-CHATGPT_STORED = [
-    (GPT_1, "user", "Plan a weekend in Lisbon for me.", "2024-06-01T08:21:00.500Z"),
-    (
-        GPT_1,
-        "assistant",
-        "Day one: Alfama and the castle. Day two: Belém.",
-        "2024-06-01T08:22:00.250Z",
-    ),
-    # the edited question and the regenerated answer, not the first versions
-    (GPT_1, "user", "What about Porto in May?", "2024-06-01T08:26:00.000Z"),
-    (
-        GPT_1,
-        "assistant",
-        "In May Porto is mild, and the São João festival is still ahead.",
-        "2024-06-01T08:27:40.000Z",
-    ),
-    # beside an image; no create_time of its own, so the conversation's
-    (GPT_1, "user", "Is this the Dom Luís I bridge?", "2024-06-01T08:20:00.000Z"),
-    (
-        GPT_1,
-        "assistant",
-        "Yes, that is the Dom Luís I bridge over the Douro.",
-        "2024-06-01T08:29:20.000Z",
-    ),
-    (GPT_2, "user", "How long should sourdough proof?", "2024-06-10T06:13:20.000Z"),
-    (GPT_2, "assistant", "Four to six hours at room temperature.", "2024-06-10T06:13:50.000Z"),
-]
-CLAUDE_STORED = [
-    (
-        CLAUDE_1,
-        "user",
-        "Here is my reading list: which book first?",
-        "2024-05-02T09:00:05.123Z",
-    ),
-    # the text blocks of content; +02:00 in the export
-    (
-        CLAUDE_1,
-        "assistant",
-        "Let me check the list.\n\nStart with Emma, then Dune.",
-        "2024-05-02T09:00:10.000Z",
-    ),
-    (CLAUDE_1, "user", "Thanks!", "2024-05-02T09:00:00.000Z"),  # the conversation's date
-    (CLAUDE_2, "user", "Suggest a name for a grey cat.", "2024-05-03T18:00:01.000Z"),
-    (CLAUDE_2, "assistant", "Ash, Smoke or Pebble.", "2024-05-03T18:00:03.000Z"),
-    (CLAUDE_2, "user", "Something Portuguese?", "2024-05-03T18:02:00.000Z"),
-    (CLAUDE_2, "assistant", "Cinzento, or Nuvem.", "2024-05-03T18:02:02.000Z"),
-]
+from tests.support.reflect import (
+    CHATGPT,
+    CHATGPT_STORED,
+    CLAUDE,
+    CLAUDE_STORED,
+    GPT_2,
+    Served,
+    stored,
+)
 
 
 def run(served: Served, *args: str) -> Result:
     return CliRunner().invoke(
         main, ["import", *args, "--api-url", served.url], env={"MEMORYROUTER_KEY": served.key}
     )
-
-
-def stored(served: Served) -> list[tuple[str | None, str, str, str]]:
-    """Every memory of the vault in storage order: (session id, role, content, date)."""
-    with served.http() as http:
-        response = http.get("/v1/memory/export")
-    assert response.status_code == 200, response.text
-    lines = [json.loads(line) for line in response.text.splitlines()]
-    return [(x.get("session_id"), x["role"], x["content"], x["date"]) for x in lines]
 
 
 def write(path: Path, value: Any) -> Path:

@@ -23,8 +23,8 @@ from mcp_memoryrouter.transfer.importer import (
     import_history,
     plan_history,
 )
-from tests.reflect.conftest import Served
 from tests.support import Vault, make_vault
+from tests.support.reflect import Served
 
 pytestmark = pytest.mark.anyio
 

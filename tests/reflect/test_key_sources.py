@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
-from tests.reflect.conftest import Served
+from tests.support.reflect import Served
 
 COMMANDS = ["reflect", "auto", "import", "export"]
 

@@ -12,7 +12,7 @@ import pytest
 
 from mcp_memoryrouter.reflect.home import Home, RunLog, default_home
 from mcp_memoryrouter.reflect.lock import MachineLock
-from tests.reflect.conftest import Seconds
+from tests.support.reflect import Seconds
 
 MINUTE = 60.0
 

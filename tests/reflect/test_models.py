@@ -17,8 +17,8 @@ from mcp_memoryrouter.reflect.models import (
     chat_completions_url,
     model_key_from,
 )
-from tests.reflect.conftest import Served, assert_no_ids
 from tests.reflect.model_program import entries
+from tests.support.reflect import Served, assert_no_ids
 
 pytestmark = pytest.mark.anyio
 PYTHON = shlex.quote(sys.executable)

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
 from tests import pg
-from tests.reflect.conftest import ModelProgram, Served
+from tests.support.reflect import ModelProgram, Served
 
 
 # Every test here runs on SQLite, and on PostgreSQL when a server can be had (required in CI:

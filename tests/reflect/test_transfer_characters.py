@@ -13,14 +13,7 @@ from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
 from tests import pg
-from tests.reflect.conftest import Served
-
-# What str.splitlines() splits on, every other C0 control but NUL (which PostgreSQL text
-# cannot hold), DEL, the C1 controls and the bidirectional overrides and isolates.
-SEPARATORS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-CONTROLS = "".join(map(chr, [*range(1, 0x20), 0x7F, *range(0x80, 0xA0)]))
-BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-EVERY = SEPARATORS + CONTROLS + BIDI
+from tests.support.reflect import EVERY, Served
 
 
 @pytest.fixture(params=pg.BACKENDS if pg.available() else ["sqlite"])

@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
-from tests.reflect.conftest import Served
+from tests.support.reflect import Served
 
 
 def run(served: Served, *args: str) -> Result:

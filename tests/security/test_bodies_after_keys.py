@@ -14,8 +14,8 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter.app import create_server
-from tests.proxy.conftest import settings_for
 from tests.support import live_server
+from tests.support.proxy import settings_for
 
 MIB = 1024 * 1024
 REST = "/v1/memory/ingest"

@@ -12,8 +12,8 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter.vault.rules.domain import new_batch_id
-from tests.security.conftest import ENTRY, Owned
 from tests.support import Vault
+from tests.support.vaults import ENTRY, Owned
 
 
 def normalised(response: httpx2.Response, sent: str) -> tuple[int, str]:

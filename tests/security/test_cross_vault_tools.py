@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from mcp_memoryrouter.vault.rules.domain import new_batch_id
-from tests.security.conftest import ENTRY, Owned, text_of, tools_for
 from tests.support import Vault
+from tests.support.mcp import text_of
+from tests.support.vaults import ENTRY, Owned, tools_for
 
 pytestmark = pytest.mark.anyio
 

@@ -11,10 +11,10 @@ import pytest
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
-from tests.security.conftest import LimitedVault
 from tests.support import live_server
 from tests.support.api import assert_envelope
 from tests.support.mcp import LEGACY, McpServer, rpc
+from tests.support.vaults import LimitedVault
 
 SEARCH = {"query": "postgres"}
 DECOY = "mk_" + "d" * 43

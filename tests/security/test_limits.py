@@ -13,9 +13,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
-from tests.security.conftest import text_of
 from tests.support import live_server
 from tests.support.api import assert_envelope
+from tests.support.mcp import text_of
 
 MIB = 1024 * 1024
 

@@ -6,9 +6,9 @@ import pytest
 
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.http.ratelimit import TokenBuckets
-from tests.security.conftest import LimitedVault
 from tests.support import FakeClock
 from tests.support.api import assert_envelope
+from tests.support.vaults import LimitedVault
 
 SEARCH = {"query": "postgres"}
 INGEST = {"messages": [{"content": "throttled fact", "date": "2026-02-01"}]}

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.security.conftest import ENTRY, Owned, text_of, tools_for
 from tests.support import Vault
 from tests.support.api import assert_envelope
+from tests.support.mcp import text_of
+from tests.support.vaults import ENTRY, Owned, tools_for
 
 READ_ROUTES = {
     ("GET", "/healthz"),

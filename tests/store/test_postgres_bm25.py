@@ -23,7 +23,7 @@ from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.postgres.lexical import TEXT_SEARCH
 from mcp_memoryrouter.vault.store.postgres.schema import migrate
 from tests import pg
-from tests.vault.test_lexical_index import FILTERS, VOCABULARY, Vaults
+from tests.support.store import FILTERS, VOCABULARY, Vaults
 
 pytestmark = pytest.mark.postgres
 

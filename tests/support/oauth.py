@@ -371,3 +371,39 @@ class Flow:
             Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
         ):
             yield client
+
+
+CLIENT = {"client_id": "memoryrouter", "client_secret": "a-long-client-secret-for-tests"}
+
+
+PEOPLE = {
+    "ada": {"sub": "248289761001", "email": "ada@example.org", "email_verified": True},
+    "bob": {"sub": "248289761002", "email": "bob@example.org", "email_verified": True},
+    "eve": {"sub": "248289761003", "email": "eve@evil.example", "email_verified": True},
+}
+
+
+def consented(
+    server: OAuthServer,
+    browser: httpx2.Client,
+    answer: httpx2.Response,
+    client_id: str,
+    verifier: str,
+) -> httpx2.Response | dict[str, Any]:
+    """After the provider's redirect back (``answer``): consent, and the code exchanged for
+    the token response; or ``answer`` itself when the callback refused."""
+    if answer.status_code != 303:
+        return answer
+    consent = browser.get(server.base + answer.headers["location"])
+    form = read_form(consent.text)
+    done = browser.post(
+        server.base + "/oauth/consent",
+        data={**form.fields, "scope": form.scopes, "decision": "allow"},
+    )
+    assert done.status_code == 303, done.text
+    assert done.headers["location"].startswith(REDIRECT_URI)
+    code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
+    tokens = exchange(server, client_id, code, verifier)
+    assert tokens.status_code == 200, tokens.text
+    body: dict[str, Any] = tokens.json()
+    return body

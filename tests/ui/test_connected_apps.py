@@ -10,7 +10,7 @@ import re
 from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.support.oauth import OAuthServer, call_mcp, refresh
-from tests.ui.conftest import Seeded, api, connect_app, needs_browser, sign_in
+from tests.support.ui import Seeded, api, connect_app, needs_browser, sign_in
 
 pytestmark = needs_browser
 

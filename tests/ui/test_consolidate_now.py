@@ -12,9 +12,9 @@ from pathlib import Path
 
 from playwright.sync_api import BrowserContext, expect
 
-from tests.reflect.conftest import PROGRAM
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
+from tests.support.reflect import PROGRAM
+from tests.support.ui import Seeded, api, needs_browser, sign_in, stats
 
 pytestmark = needs_browser
 

@@ -12,7 +12,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from mcp_memoryrouter.ui.sessions import IDLE_SECONDS
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
+from tests.support.ui import Seeded, api, needs_browser, sign_in, stats
 
 pytestmark = needs_browser
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from tests.reflect.test_transfer_characters import EVERY
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import api
-from tests.ui.test_sessions import signed_in
+from tests.support.reflect import EVERY
+from tests.support.ui import api, signed_in
 
 
 def test_the_download_holds_every_memory_whatever_line_separators_it_holds(

@@ -13,7 +13,7 @@ from playwright.sync_api import BrowserContext, FilePayload, Page, expect
 
 from mcp_memoryrouter import limits
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
+from tests.support.ui import Seeded, api, needs_browser, sign_in, stats
 
 pytestmark = needs_browser
 

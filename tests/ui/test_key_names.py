@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import api
-from tests.ui.test_sessions import csrf_of, signed_in
+from tests.support.ui import api, csrf_of, signed_in
 
 
 @pytest.mark.parametrize("name", ["\x1b]52;c;ZXZpbA==\x07", "\u202eevil", "a\x85b"])

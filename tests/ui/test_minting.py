@@ -6,8 +6,7 @@ from __future__ import annotations
 from playwright.sync_api import BrowserContext, expect
 
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import api, needs_browser, sign_in
-from tests.ui.test_sessions import csrf_of, signed_in
+from tests.support.ui import api, csrf_of, needs_browser, sign_in, signed_in
 
 pytestmark = needs_browser
 

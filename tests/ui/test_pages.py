@@ -9,7 +9,7 @@ from __future__ import annotations
 from playwright.sync_api import BrowserContext, Page
 
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import (
+from tests.support.ui import (
     DESKTOP,
     PHONE,
     Seeded,

@@ -13,10 +13,9 @@ from pathlib import Path
 from playwright.sync_api import Browser
 
 from tests.auth.oidc_idp import PASSWORD, Idp, running_idp
-from tests.auth.test_oidc_signin import CLIENT, PEOPLE
 from tests.support import free_port
-from tests.support.oauth import OAuthServer, oauth_server_at
-from tests.ui.conftest import DESKTOP, axe_violations, needs_browser, shoot
+from tests.support.oauth import CLIENT, PEOPLE, OAuthServer, oauth_server_at
+from tests.support.ui import DESKTOP, axe_violations, needs_browser, shoot
 
 pytestmark = needs_browser
 

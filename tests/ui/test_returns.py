@@ -7,7 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import Seeded, needs_browser, sign_in
+from tests.support.ui import Seeded, needs_browser, sign_in
 
 pytestmark = needs_browser
 

@@ -4,10 +4,8 @@ headers on every page, the sign-in's own protections, and MEMORYROUTER_UI=off.""
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
@@ -17,29 +15,7 @@ from mcp_memoryrouter import limits
 from mcp_memoryrouter.ui.explorer import CSP
 from mcp_memoryrouter.ui.sessions import IDLE_SECONDS, LIFETIME_SECONDS, UI_DB_FILE
 from tests.support.oauth import OAuthServer, oauth_server_at
-from tests.ui.conftest import api, stats
-
-CSRF = re.compile(r'name="csrf" value="([^"]+)"')
-
-
-@contextmanager
-def signed_in(server: OAuthServer, key: str) -> Iterator[httpx2.Client]:
-    """A client that signed in through the form, as a browser does (cookies kept)."""
-    with httpx2.Client(base_url=server.base, follow_redirects=False, timeout=30) as browser:
-        form = browser.get("/ui/sign-in")
-        token = CSRF.search(form.text)
-        assert token, form.text
-        answer = browser.post("/ui/sign-in", data={"csrf": token.group(1), "key": key})
-        assert answer.status_code == 303, answer.text
-        yield browser
-
-
-def csrf_of(browser: httpx2.Client) -> str:
-    page = browser.get("/ui")
-    assert page.status_code == 200, page.status_code
-    found = CSRF.search(page.text)
-    assert found
-    return found.group(1)
+from tests.support.ui import CSRF, api, csrf_of, signed_in, stats
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.support.oauth import OAuthServer
-from tests.ui.conftest import Seeded, api, needs_browser, sign_in, stats
+from tests.support.ui import Seeded, api, needs_browser, sign_in, stats
 
 pytestmark = needs_browser
 

@@ -8,34 +8,7 @@ from typing import Any
 from mcp_memoryrouter.vault.rules.debt import debt_block
 from mcp_memoryrouter.vault.rules.domain import Counters
 from tests.support import Vault
-
-
-def recount(vault: Vault) -> dict[str, Any]:
-    """The debt block computed the slow way, by scanning every row of the vault."""
-    raw = vault.sql(
-        "SELECT count(*), coalesce(sum(tokens), 0) FROM memories m JOIN keys k "
-        "ON k.vault_id = m.vault_id WHERE tier = 1 AND consolidated = 0 AND k.hash = ?",
-        (_hash(vault.key),),
-    )[0]
-    t2 = vault.sql(
-        "SELECT count(*), coalesce(sum(importance), 0), coalesce(sum(tokens), 0) FROM memories m "
-        "JOIN keys k ON k.vault_id = m.vault_id "
-        "WHERE tier = 2 AND consolidated = 0 AND k.hash = ?",
-        (_hash(vault.key),),
-    )[0]
-    return debt_block(Counters(raw[0], raw[1], t2[0], t2[1], t2[2]))
-
-
-def _hash(key: str) -> str:
-    from mcp_memoryrouter.vault.rules.access import hash_key
-
-    return hash_key(key)
-
-
-def current(vault: Vault) -> dict[str, Any]:
-    stats = vault.http.get("/v1/memory/stats", headers=vault.headers()).json()
-    block: dict[str, Any] = stats["reflection"]
-    return block
+from tests.support.store import current, recount
 
 
 def all_ids(vault: Vault, tier: int) -> list[str]:

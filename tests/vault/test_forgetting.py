@@ -14,8 +14,7 @@ from typing import Any
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import StoreFactory, Vault, live_server, make_vault
 from tests.support.api import checkout, commit
-from tests.vault.test_debt import current, recount
-from tests.vault.test_live_loop import client, ingest_dated, reflect_until_empty
+from tests.support.store import client, current, ingest_dated, recount, reflect_until_empty
 
 DELETE = "/v1/memory/delete-ids"
 

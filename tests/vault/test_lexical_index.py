@@ -13,65 +13,14 @@ from pathlib import Path
 import pytest
 
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
-from mcp_memoryrouter.vault.rules.domain import Entry, NewRaw, SearchFilter
+from mcp_memoryrouter.vault.rules.domain import NewRaw, SearchFilter
 from mcp_memoryrouter.vault.search import lexical
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.search.lexical import BM25, FTS5_BM25
 from mcp_memoryrouter.vault.search.ranking import query_terms
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from mcp_memoryrouter.vault.store.sqlite import lexical as sqlite_lexical
-from tests.vault.test_search_speed_paths import fts5_ranking
-
-DAY_MS = 86_400_000
-VOCABULARY = [
-    "apple", "apples", "pear", "plum", "fig", "kiwi", "lime", "grape", "running", "runs",
-    "ran", "café", "Zoë", "o'clock", "2024", "march", "x", "the", "and", "walked",
-]  # fmt: skip
-FILTERS = [
-    SearchFilter(),
-    SearchFilter(tiers=(1,)),
-    SearchFilter(tiers=(2, 3)),
-    SearchFilter(min_importance=5),
-    SearchFilter(session_id="s1"),
-    SearchFilter(window=(5 * DAY_MS, 9 * DAY_MS)),
-    SearchFilter(tiers=(1, 2), session_id="s2", window=(0, 20 * DAY_MS)),
-]
-
-
-class Vaults:
-    def __init__(self, store: SQLiteStore, seed: int) -> None:
-        self.store, self.rng, self.count = store, random.Random(seed), 0
-        self.owner: dict[str, str] = {}  # memory id -> vault
-
-    def text(self) -> str:
-        return " ".join(self.rng.choices(VOCABULARY, k=self.rng.randint(1, 9)))
-
-    def raw(self, vault: str, count: int) -> list[str]:
-        rows = []
-        for _ in range(count):
-            self.count += 1
-            rows.append(
-                NewRaw(
-                    f"{vault}-{self.count}",
-                    "user",
-                    self.text(),
-                    3,
-                    self.rng.randrange(30) * DAY_MS,
-                    self.rng.choice([None, "s1", "s2"]),
-                    f"{vault}-{self.count}",
-                    0,
-                )
-            )
-        ids = self.store.ingest(vault, rows, None)[0]
-        self.owner.update(dict.fromkeys(ids, vault))
-        return ids
-
-    def reflections(self, vault: str, tier: int, sources: list[str]) -> list[str]:
-        entries = [Entry(self.text(), self.rng.randint(1, 10)) for _ in range(4)]
-        covers = (self.rng.randrange(10) * DAY_MS, self.rng.randrange(10, 30) * DAY_MS)
-        created = self.store.import_reflections(vault, tier, entries, sources, covers, 0, None)  # type: ignore[arg-type]
-        self.owner.update({c.id: vault for c in created})
-        return [c.id for c in created]
+from tests.support.store import FILTERS, VOCABULARY, Vaults, fts5_ranking
 
 
 def assert_same_as_fts(data: Vaults, rng: random.Random, vaults: list[str]) -> None:

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from tests.support import StoreFactory, Vault, live_server, make_vault
+from tests.support.store import client, ingest_dated, reflect_until_empty
 
 
 @pytest.fixture
@@ -19,54 +19,6 @@ def served(tmp_path: Path, new_store: StoreFactory) -> Iterator[tuple[Vault, str
     with live_server(vault.app) as url:
         yield vault, url
     vault.store.close()
-
-
-def client(url: str, key: str) -> httpx2.Client:
-    return httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-
-
-def ingest_dated(http: httpx2.Client, count: int) -> list[str]:
-    ids: list[str] = []
-    for start in range(0, count, 250):
-        messages = [
-            {
-                "role": "user" if i % 2 else "assistant",
-                "content": f"Day {i}: worked on feature {i % 17} and fixed bug {i * 7 % 101}.",
-                "date": f"2026-{1 + i // 400:02d}-{1 + i // 16 % 25:02d}T{i % 24:02d}:00:00Z",
-            }
-            for i in range(start, min(count, start + 250))
-        ]
-        response = http.post("/v1/memory/ingest", json={"messages": messages})
-        assert response.status_code == 202
-        ids += response.json()["ids"]
-    return ids
-
-
-def reflect_until_empty(
-    http: httpx2.Client, tier: int, max_tokens: int | None
-) -> list[dict[str, Any]]:
-    batches: list[dict[str, Any]] = []
-    body: dict[str, Any] = {"tier": tier}
-    if max_tokens:
-        body["max_tokens"] = max_tokens
-    for _ in range(10_000):
-        batch = http.post("/v1/memory/consolidate/checkout", json=body).json()
-        if batch["batch_id"] is None:
-            return batches
-        entries = [
-            {
-                "text": f"What happened in {len(batch['memories'])} moments, part {n}.",
-                "importance": 5 + n,
-            }
-            for n in range(3)
-        ]
-        done = http.post(
-            "/v1/memory/consolidate/commit",
-            json={"batch_id": batch["batch_id"], "entries": entries},
-        )
-        assert done.status_code == 200, done.text
-        batches.append({**batch, "commit": done.json()})
-    raise AssertionError("the loop did not terminate")
 
 
 def lineage_pairs(vault: Vault) -> set[tuple[str, str]]:

@@ -25,19 +25,13 @@ from tests.vault.embedders import ConceptEmbedder, OtherSpace
 
 
 @pytest.fixture
+from tests.support.store import search
 def hybrid(tmp_path: Path, new_store: StoreFactory) -> Iterator[Vault]:
     embedders = Embedders({"concepts": ConceptEmbedder, "other": OtherSpace}, "concepts")
     vault = make_vault(tmp_path, embedders=embedders, store=new_store)
     yield vault
     vault.http.close()
     vault.store.close()
-
-
-def search(vault: Vault, query: str, **extra: Any) -> list[dict[str, Any]]:
-    response = vault.post("/v1/memory/search", {"query": query, **extra})
-    assert response.status_code == 200, response.text
-    rows: list[dict[str, Any]] = response.json()["memories"]
-    return rows
 
 
 def stats(vault: Vault) -> dict[str, Any]:

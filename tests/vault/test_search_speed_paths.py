@@ -18,7 +18,7 @@ from mcp_memoryrouter.vault.search.lexical import FTS5_BM25
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.search.vectors import VectorIndex, VectorQuery
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from mcp_memoryrouter.vault.store.sqlite.lexical import TOKENIZE
+from tests.support.store import fts5_ranking
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape"]
 DAY_MS = 86_400_000
@@ -51,48 +51,6 @@ def new_vault(store: SQLiteStore, name: str) -> str:
 
 def sentences(rng: random.Random, count: int, vocabulary: list[str]) -> list[str]:
     return [" ".join(rng.choices(vocabulary, k=rng.randint(1, 4))) for _ in range(count)]
-
-
-def fts5_ranking(
-    store: SQLiteStore, vault_id: str, words: list[str], limit: int, where: SearchFilter
-) -> list[tuple[int, float]]:
-    """FTS5's own answer, (seq, score) best first: every match of the vault that passes the
-    filter, ranked by ``bm25()`` over a corpus of the vault's memories alone (ranking
-    statistics are the vault's own); the store's index must use :data:`FTS5_BM25` to agree."""
-    sql = (
-        "SELECT m.seq, bm25(reference) AS score FROM temp.reference "
-        "JOIN main.memories m ON m.seq = reference.rowid "
-        "WHERE reference MATCH ? AND m.vault_id = ?"
-    )
-    params: list[object] = [" OR ".join(f'"{w}"' for w in words), vault_id]
-    if where.tiers is not None:
-        sql += f" AND m.tier IN ({','.join('?' * len(where.tiers))})"
-        params.extend(where.tiers)
-    if where.min_importance is not None:
-        sql += " AND m.importance >= ?"
-        params.append(where.min_importance)
-    if where.session_id is not None:
-        sql += " AND (m.tier > 1 OR m.session_id = ?)"
-        params.append(where.session_id)
-    if where.window is not None:
-        sql += " AND m.date_from <= ? AND m.date_to >= ?"
-        params.extend((where.window[1], where.window[0]))
-    with store._reader_conn() as conn:
-        # the on-disk index's columns and tokenizer, filled with this vault's rows only
-        conn.execute(
-            "CREATE VIRTUAL TABLE temp.reference USING fts5 "
-            f"(content, dated, tokenize = '{TOKENIZE}')"
-        )
-        try:
-            conn.execute(
-                "INSERT INTO temp.reference (rowid, content, dated) "
-                "SELECT seq, content, dated FROM main.memories WHERE vault_id = ?",
-                (vault_id,),
-            )
-            rows = conn.execute(sql + " ORDER BY score, m.seq LIMIT ?", [*params, limit]).fetchall()
-        finally:
-            conn.execute("DROP TABLE temp.reference")
-    return [(r[0], -r[1]) for r in rows]
 
 
 FILTERS = [

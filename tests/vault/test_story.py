@@ -14,8 +14,8 @@ import pytest
 from mcp_memoryrouter.vault.rules.dates import to_ms
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import StoreFactory, Vault, make_vault
+from tests.support.store import search
 from tests.vault.embedders import ConceptEmbedder
-from tests.vault.test_retrieval import search
 
 
 @pytest.fixture

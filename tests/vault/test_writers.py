@@ -24,6 +24,7 @@ from mcp_memoryrouter.vault.store.postgres.schema import migrate
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests import pg
 from tests.support import Vault
+from tests.support.store import mint
 
 Stored = dict[str, tuple[str | None, str | None]]
 
@@ -34,13 +35,6 @@ def owner_id(vault: Vault) -> str:
     assert response.status_code == 200, response.text
     (found,) = [k["id"] for k in response.json()["keys"] if k["name"] == "default"]
     return str(found)
-
-
-def mint(vault: Vault, name: str) -> tuple[str, str]:
-    """A new read-write key of the vault: (the key, its public id)."""
-    response = vault.post("/v1/keys", {"name": name})
-    assert response.status_code == 201, response.text
-    return response.json()["key"], response.json()["id"]
 
 
 def writers(vault: Vault) -> Stored:
