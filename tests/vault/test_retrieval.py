@@ -21,11 +21,11 @@ from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import FakeClock, StoreFactory, Vault, make_vault
 from tests.support.api import assert_envelope, checkout, commit
+from tests.support.store import search
 from tests.vault.embedders import ConceptEmbedder, OtherSpace
 
 
 @pytest.fixture
-from tests.support.store import search
 def hybrid(tmp_path: Path, new_store: StoreFactory) -> Iterator[Vault]:
     embedders = Embedders({"concepts": ConceptEmbedder, "other": OtherSpace}, "concepts")
     vault = make_vault(tmp_path, embedders=embedders, store=new_store)
