@@ -98,7 +98,11 @@ PURE = [
     "proxy.routes",
     "pages.document",
     "pages.headers",
+    "ui.views",
     "ui.render",
+    "ui.render_memory",
+    "ui.render_overview",
+    "ui.render_search",
     "ui.render_tidy",
     "ui.render_writing",
 ]

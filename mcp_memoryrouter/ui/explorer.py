@@ -47,14 +47,15 @@ from mcp_memoryrouter.errors import (
 from mcp_memoryrouter.pages.headers import EXPLORER_CSP as CSP
 from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS
 from mcp_memoryrouter.ratelimit import TokenBuckets
-from mcp_memoryrouter.ui import render
+from mcp_memoryrouter.ui import render, render_memory, render_overview, render_search, views
 from mcp_memoryrouter.ui.notices import Notices
-from mcp_memoryrouter.ui.render import PREFIX, ConsolidateNow, Filters, Viewer, url
+from mcp_memoryrouter.ui.render import PREFIX, Viewer, url
 from mcp_memoryrouter.ui.responses import Form, html, local_path, redirect, viewer_of
 from mcp_memoryrouter.ui.sessions import LIFETIME_SECONDS, UiSession, UiSessions
 from mcp_memoryrouter.ui.shell import Shell
 from mcp_memoryrouter.ui.tidying import Tidying
 from mcp_memoryrouter.ui.upload import read_upload
+from mcp_memoryrouter.ui.views import ConsolidateNow, Filters
 from mcp_memoryrouter.ui.writing import Writing
 
 T = TypeVar("T")
@@ -470,16 +471,18 @@ class Explorer:
         notice = await self._notices.notice(session)
         offer = ConsolidateNow(api_url=_api_url(request))
         return html(
-            render.overview(stats, timeline, viewer_of(session), notice=notice, offer=offer)
+            render_overview.overview(
+                stats, timeline, viewer_of(session), notice=notice, offer=offer
+            )
         )
 
     async def search(self, request: Request, session: UiSession) -> Response:
         viewer = viewer_of(session)
         f, problem = _filters(request)
         if problem:
-            return html(render.search_page(f, None, viewer, error=problem), 400)
+            return html(render_search.search_page(f, None, viewer, error=problem), 400)
         if not request.query_params:
-            return html(render.search_page(f, None, viewer))
+            return html(render_search.search_page(f, None, viewer))
         client = self._client(session)
         if f.query and not (f.date_from or f.date_to):
             found = await client.search(
@@ -494,12 +497,12 @@ class Explorer:
             if len(found.memories) >= f.limit and f.limit < limits.SEARCH_LIMIT_MAX:
                 more = url(
                     "/search",
-                    **render.query_of(f),
+                    **views.query_of(f),
                     limit=min(f.limit + SEARCH_STEP, limits.SEARCH_LIMIT_MAX),
                 )
             note = "Best matches first: meaning and words, newer breaking near ties."
             return html(
-                render.search_page(
+                render_search.search_page(
                     f,
                     found.memories,
                     viewer,
@@ -517,7 +520,7 @@ class Explorer:
             "timeline pages through a longer window."
         )
         return html(
-            render.search_page(
+            render_search.search_page(
                 f,
                 window.memories,
                 viewer,
@@ -531,15 +534,17 @@ class Explorer:
         viewer = viewer_of(session)
         f, problem = _filters(request)
         if problem:
-            return html(render.timeline_page(f, None, viewer, next_page=None, error=problem), 400)
+            return html(
+                render_search.timeline_page(f, None, viewer, next_page=None, error=problem), 400
+            )
         cursor = request.query_params.get("cursor") or None
         result = await self._client(session).date_search(_date_request(f, cursor))
         next_page = None
         if result.truncated:
             turn = result.returned.from_ if f.order == "newest_first" else result.returned.to
-            next_page = url("/timeline", **render.query_of(f), cursor=turn)
+            next_page = url("/timeline", **views.query_of(f), cursor=turn)
         return html(
-            render.timeline_page(
+            render_search.timeline_page(
                 f,
                 result,
                 viewer,
@@ -563,7 +568,7 @@ class Explorer:
         back = _came_from(request, memory_id) or _parent(found)
         links = await self.writing.links(session, found.memory_id)
         notice = await self._notices.notice(session)
-        content = render.memory_page(
+        content = render_memory.memory_page(
             found, viewer_of(session), next_offset=more, back=back, notice=notice, corrections=links
         )
         return html(content)
@@ -581,14 +586,14 @@ class Explorer:
             return refused
         client = self._client(session)
         if not await self._dry_runs(client):
-            return html(render.confirm_delete(ids, None, None, viewer, back, cancel))
+            return html(render_memory.confirm_delete(ids, None, None, viewer, back, cancel))
         alone = await client.delete_ids(schemas.DeleteIdsRequest(ids=ids, dry_run=True))
         derived = await client.delete_ids(
             schemas.DeleteIdsRequest(ids=ids, derived=True, dry_run=True)
         )
         if alone.dry_run is not True or derived.dry_run is not True:
             raise TransportFailure("the vault did not answer the dry run as one")
-        return html(render.confirm_delete(ids, alone, derived, viewer, back, cancel))
+        return html(render_memory.confirm_delete(ids, alone, derived, viewer, back, cancel))
 
     async def _dry_runs(self, client: VaultClient) -> bool:
         """Whether the vault answers ``dry_run`` on delete-ids. Any vault of this version

@@ -11,7 +11,9 @@ from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.auth.display import return_host, shown
 from mcp_memoryrouter.auth.scopes import SCOPE_WORDS
 from mcp_memoryrouter.auth.state.store import Connection
-from mcp_memoryrouter.ui.render import PREFIX, Viewer, csrf_field, day, esc, page
+from mcp_memoryrouter.pages.document import esc
+from mcp_memoryrouter.ui.render import PREFIX, Viewer, csrf_field, page
+from mcp_memoryrouter.ui.views import day
 
 WORDS = {str(scope): words for scope, words in SCOPE_WORDS.items()}  # what an app may do
 

@@ -12,17 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.pages.document import esc
 from mcp_memoryrouter.ui.render import (
     PREFIX,
     TIER_NAMES,
     Viewer,
     csrf_field,
-    day,
-    esc,
     memory_item,
     memory_url,
     page,
 )
+from mcp_memoryrouter.ui.views import day
 
 ROLES = (
     ("user", "Something you said or know (user)"),
