@@ -12,28 +12,20 @@ is no local vault: /mcp proxies to that API over the network.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import ipaddress
 import os
-import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio.to_thread
 import httpx2
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from fastapi import FastAPI
 from mcp.server import MCPServer
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -41,31 +33,19 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.auth.metadata import resource_metadata_url, resource_routes
-from mcp_memoryrouter.auth.pages import OIDC_CALLBACK_PATH, IdentityProvider
-from mcp_memoryrouter.auth.resource.challenge import ScopeChallenge, SingleAuthorization
-from mcp_memoryrouter.auth.resource.external import (
-    ExternalTokenVerifier,
-    RemoteKeys,
-    load_bindings,
-)
-from mcp_memoryrouter.auth.resource.memory_keys import MemoryKeyVerifier
-from mcp_memoryrouter.auth.resource.verifiers import AnyOfVerifiers
-from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, ScopePolicy, load_policy
-from mcp_memoryrouter.auth.server.clients import DocumentFetching
+from mcp_memoryrouter.auth.pages import IdentitySignedIn
+from mcp_memoryrouter.auth.resource import ExternalIssuer, Protected, protect
+from mcp_memoryrouter.auth.scopes import ScopePolicy, load_policy
 from mcp_memoryrouter.auth.server.embedded import (
     PUBLIC_CORS_PREFIXES,
+    DocumentFetching,
     EmbeddedAuthServer,
-    build_embedded,
+    OAuthLimits,
+    embedded_server,
 )
-from mcp_memoryrouter.auth.server.keyring import KeyRing
-from mcp_memoryrouter.auth.server.provider import Lifetimes
-from mcp_memoryrouter.auth.server.throttle import OAuthLimits
-from mcp_memoryrouter.auth.signin.oidc import Identity, OidcClient, OidcSettings
-from mcp_memoryrouter.auth.state.database import PostgresPool
-from mcp_memoryrouter.auth.state.keyfiles import read_or_create
-from mcp_memoryrouter.auth.state.sealing import Sealer
-from mcp_memoryrouter.auth.state.store import AuthStore
+from mcp_memoryrouter.auth.signin import Identity, OidcProvider
+from mcp_memoryrouter.auth.state import State
+from mcp_memoryrouter.auth.state import request_state_key as sealed_state_key
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError
@@ -87,10 +67,7 @@ from mcp_memoryrouter.vault.app import (
 )
 from mcp_memoryrouter.vault.service import VaultService
 
-REQUEST_STATE_KEY_FILE = "mcp-request-state.key"
-
 INTERNAL_URL = "http://vault.internal"
-OIDC_TIMEOUT = 10.0  # seconds a call to the identity provider may take
 # A tool call rides out a 429 that asks for at most this many seconds; a longer wait is a
 # rate_limited tool error at once (the host is waiting, and the model can say when to retry).
 MCP_LONGEST_WAIT = 2.0
@@ -157,67 +134,48 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     )
 
 
-@dataclass
-class SharedState:
-    """What the authorization server and the explorer keep beyond the vault: the sealing key
-    (a value or a file replicas share, else the data directory's), and on PostgreSQL a small
-    pool to the database their tables live in (else SQLite files in the data directory)."""
-
-    settings: Settings
-    pool: PostgresPool | None = None
-    _sealer: Sealer | None = None
-    service: VaultService | None = None  # the vault served here (new vaults are made in it)
-    documents: DocumentFetching | None = None  # how client ID metadata documents are fetched
-
-    @property
-    def sealer(self) -> Sealer:
-        """Read (or made in the data directory) when first needed, by the authorization
-        server or the explorer only."""
-        if self._sealer is None:
-            self._sealer = sealing_key(self.settings)
-        return self._sealer
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-
-
-def sealing_key(settings: Settings) -> Sealer:
-    shared = shared_sealing_key(settings)
-    return Sealer.in_dir(settings.data_dir) if shared is None else Sealer(shared)
-
-
-def shared_sealing_key(settings: Settings) -> bytes | None:
-    """The sealing key every replica is given (MEMORYROUTER_SEALING_KEY, or the file
-    MEMORYROUTER_SEALING_KEY_FILE names), checked; None when neither is set."""
-    if settings.sealing_key:
-        key, where = settings.sealing_key.strip().encode(), "MEMORYROUTER_SEALING_KEY"
-    elif settings.sealing_key_file:
-        path = Path(settings.sealing_key_file)
-        try:
-            key = path.read_bytes().strip()
-        except OSError as exc:
-            raise ConfigError(
-                f"MEMORYROUTER_SEALING_KEY_FILE {path}: not a readable Fernet key ({exc})"
-            ) from exc
-        where = f"MEMORYROUTER_SEALING_KEY_FILE {path}"
-    else:
-        return None
-    try:
-        Sealer(key)
-    except ValueError as exc:
-        raise ConfigError(
-            f"{where} is not a Fernet key (32 url-safe base64-encoded bytes)"
-        ) from exc
-    return key
-
-
-def shared_state(settings: Settings) -> SharedState:
+def shared_state(settings: Settings) -> State:
+    """What the authorization server and the explorer keep beside the vault: on PostgreSQL
+    (when either is served) a pool to the database their tables live in."""
     wanted = settings.ui == "on" or (settings.auth == "key" and settings.oauth == "embedded")
-    if not (wanted and settings.on_postgres):
-        return SharedState(settings)
-    assert settings.database_url is not None
-    return SharedState(settings, PostgresPool(settings.database_url))
+    url = settings.database_url if wanted and settings.on_postgres else None
+    assert url is not None or not (wanted and settings.on_postgres)
+    return State.open(
+        settings.data_dir,
+        database_url=url,
+        sealing_key=settings.sealing_key,
+        sealing_key_file=settings.sealing_key_file,
+    )
+
+
+def oauth_and_explorer(
+    settings: Settings,
+    client: VaultClient,
+    policy: ScopePolicy,
+    clock: Callable[[], float],
+    state: State,
+    service: VaultService | None,
+    documents: DocumentFetching | None,
+    default_key: str | None,
+) -> tuple[EmbeddedAuthServer | None, Explorer | None]:
+    """The embedded authorization server and the explorer, each when it is on, made
+    together: Tidy lists the apps signed in to a vault (and disconnects one), and people who
+    sign in with the identity provider open the explorer with it too."""
+    explorer: Explorer | None = None
+
+    async def explorer_signed_in(person: IdentitySignedIn) -> Response:
+        assert explorer is not None  # made below, before the server answers a request
+        return await explorer.identity_signed_in(person)
+
+    oauth = None
+    if settings.auth == "key" and settings.oauth == "embedded":
+        opens_explorer = explorer_signed_in if settings.ui == "on" else None
+        oauth = embedded_oauth(
+            settings, client, policy, clock, state, service, documents, opens_explorer
+        )
+    if settings.ui == "on":
+        explorer = memory_explorer(settings, client, default_key, clock, state, oauth)
+    return oauth, explorer
 
 
 def embedded_oauth(
@@ -225,48 +183,39 @@ def embedded_oauth(
     client: VaultClient,
     policy: ScopePolicy,
     clock: Callable[[], float],
-    shared: SharedState | None = None,
+    state: State,
+    service: VaultService | None,
+    documents: DocumentFetching | None,
+    explorer_signed_in: Callable[[IdentitySignedIn], Awaitable[Response]] | None = None,
 ) -> EmbeddedAuthServer:
-    lifetimes = Lifetimes(settings.oauth_access_token_seconds, settings.oauth_refresh_token_seconds)
-    shared = shared or SharedState(settings)
-    store, signer = None, None
-    if shared.pool is not None:  # replicas share the state and the signing keys
-        store = AuthStore.postgres(shared.pool)
-        signer = KeyRing.postgres(
-            shared.pool,
-            shared.sealer,
-            signing_seconds=settings.oauth_signing_key_days * 86_400,
-            access_seconds=settings.oauth_access_token_seconds,
-            clock=clock,
-        )
-    fetching = shared.documents or DocumentFetching(httpx2.AsyncClient())
-    return build_embedded(
-        settings.data_dir,
+    """The embedded authorization server as the settings describe it; a sign-in made for
+    the explorer ends in ``explorer_signed_in``."""
+    sign_in = oidc_providers(settings)
+    return embedded_server(
+        state,
+        client,
+        policy,
         issuer=settings.base_url,
-        resource=settings.base_url + "/mcp",
-        vault=client,
-        policy=policy,
-        lifetimes=lifetimes,
+        server_name=settings.server_name or httpx2.URL(settings.base_url).host,
+        clock=clock,
+        access_seconds=settings.oauth_access_token_seconds,
+        refresh_seconds=settings.oauth_refresh_token_seconds,
+        signing_seconds=settings.oauth_signing_key_days * 86_400,
         limits=OAuthLimits(
             settings.oauth_rate_limit_per_minute,
             settings.oauth_register_per_minute,
             settings.oauth_register_burst,
         ),
-        clock=clock,
-        server_name=settings.server_name or httpx2.URL(settings.base_url).host,
-        sealer=shared.sealer,
-        store=store,
-        signer=signer,
-        identity_providers=identity_providers(settings, shared.service),
-        http=fetching.http,
-        resolver=fetching.resolver,
+        documents=documents,
+        sign_in=sign_in,
+        provision=provisioning(service) if sign_in else None,
+        explorer_signed_in=explorer_signed_in,
     )
 
 
-def identity_providers(settings: Settings, service: VaultService | None) -> list[IdentityProvider]:
+def oidc_providers(settings: Settings) -> list[OidcProvider]:
     """With MEMORYROUTER_SIGNIN=oidc, the OpenID Providers people sign in with: the one the
-    MEMORYROUTER_OIDC_* settings name, then those of MEMORYROUTER_OIDC_PROVIDERS. Each makes
-    a vault in this server's store for each person at their first sign-in."""
+    MEMORYROUTER_OIDC_* settings name, then those of MEMORYROUTER_OIDC_PROVIDERS."""
     if settings.signin != "oidc":
         return []
     given = list(settings.oidc_providers)
@@ -298,6 +247,26 @@ def identity_providers(settings: Settings, service: VaultService | None) -> list
             "MEMORYROUTER_SIGNIN=oidc needs MEMORYROUTER_OIDC_ISSUER, MEMORYROUTER_OIDC_CLIENT_ID "
             "and MEMORYROUTER_OIDC_CLIENT_SECRET, or MEMORYROUTER_OIDC_PROVIDERS"
         )
+    made: list[OidcProvider] = []
+    for one in given:
+        provider = OidcProvider(
+            issuer=one.issuer,
+            client_id=one.client_id,
+            client_secret=one.client_secret,
+            name=one.name,
+            scopes=one.scopes,
+            allowed_domains=tuple(one.allowed_domains),
+            allowed_emails=tuple(one.allowed_emails),
+        )
+        if any(p.key == provider.key for p in made):
+            raise ConfigError(f"the OpenID Provider {one.issuer} ({one.client_id}) is named twice")
+        made.append(provider)
+    return made
+
+
+def provisioning(service: VaultService | None) -> Callable[[Identity], Awaitable[str]]:
+    """How a person's first sign-in gets a vault: a new vault in the store this server
+    serves, named by their email."""
     if service is None:
         raise ConfigError(
             "MEMORYROUTER_SIGNIN=oidc makes a vault for each person in the store this server "
@@ -310,52 +279,23 @@ def identity_providers(settings: Settings, service: VaultService | None) -> list
         key, _ = await anyio.to_thread.run_sync(lambda: serving.create_vault(name=name))
         return str(key)
 
-    made: list[IdentityProvider] = []
-    for one in given:
-        oidc = OidcSettings(
-            issuer=one.issuer,
-            client_id=one.client_id,
-            client_secret=one.client_secret,
-            redirect_uri=settings.base_url + OIDC_CALLBACK_PATH,
-            scopes=one.scopes,
-        )
-        # which provider a sign-in went to, named in its state: the same on every replica
-        key = hashlib.sha256(f"{one.issuer}\0{one.client_id}".encode()).hexdigest()[:8]
-        if any(p.key == key for p in made):
-            raise ConfigError(f"the OpenID Provider {one.issuer} ({one.client_id}) is named twice")
-        made.append(
-            IdentityProvider(
-                client=OidcClient(oidc, httpx2.AsyncClient(timeout=OIDC_TIMEOUT)),
-                name=one.name or httpx2.URL(one.issuer).host,
-                provision=provision,
-                allowed_domains=tuple(one.allowed_domains),
-                allowed_emails=tuple(one.allowed_emails),
-                key=key,
-            )
-        )
-    return made
+    return provision
 
 
-def external_oauth(
-    settings: Settings, resource: str, clock: Callable[[], float]
-) -> tuple[ExternalTokenVerifier, str]:
-    """The verifier for ``MEMORYROUTER_OAUTH=external`` and the issuer it trusts."""
+def external_issuer(settings: Settings, resource: str) -> ExternalIssuer:
+    """The operator's own authorization server (``MEMORYROUTER_OAUTH=external``)."""
     if not settings.oauth_issuer or not settings.oauth_jwks_url:
         raise ConfigError(
             "MEMORYROUTER_OAUTH=external needs MEMORYROUTER_OAUTH_ISSUER and "
             "MEMORYROUTER_OAUTH_JWKS_URL"
         )
-    path = settings.oauth_bindings_file or settings.data_dir / "oauth-bindings.json"
-    bindings = load_bindings(path)
-    verifier = ExternalTokenVerifier(
-        RemoteKeys(httpx2.AsyncClient(), settings.oauth_jwks_url, clock=clock),
-        bindings=bindings,
+    return ExternalIssuer(
         issuer=settings.oauth_issuer,
+        jwks_url=settings.oauth_jwks_url,
         audience=settings.oauth_audience or resource,
         vault_claim=settings.oauth_vault_claim,
-        clock=clock,
+        bindings_file=settings.oauth_bindings_file or settings.data_dir / "oauth-bindings.json",
     )
-    return verifier, settings.oauth_issuer
 
 
 def public_cors(app: ASGIApp, cors: ASGIApp) -> ASGIApp:
@@ -440,28 +380,26 @@ def _serve(
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
     )
-    shared = shared_state(settings)
-    shared.service = service
-    shared.documents = documents
+    state = shared_state(settings)
     try:
-        guarded = guard(settings, endpoint, client, policy, clock, shared)
-        routes, oauth, closing = guarded.routes, guarded.oauth, guarded.closing
+        oauth, explorer = oauth_and_explorer(
+            settings, client, policy, clock, state, service, documents, default_key
+        )
+        guarded = guard(settings, endpoint, client, clock, oauth)
+        routes: list[BaseRoute] = [*(oauth.routes if oauth else []), *guarded.routes]
+        closing = guarded.closing
         if settings.proxy == "on":
             proxy = chat_proxy(settings, client, default_key)
             routes += proxy.routes()
             closing.append(proxy.aclose)
-        explorer = None
-        if settings.ui == "on":
-            explorer = memory_explorer(settings, client, default_key, clock, shared)
+        if explorer is not None:
             closing.append(explorer.aclose)
-            if oauth is not None:
-                beside_oauth(explorer, oauth)
     except BaseException:
-        shared.close()
+        state.close()
         raise
 
     async def close_shared() -> None:
-        shared.close()
+        state.close()
 
     closing.append(close_shared)  # after the explorer and the authorization server
 
@@ -494,16 +432,6 @@ def _serve(
     if settings.auth == "none":  # no keys: every surface for clients on this machine only
         served = LocalOnly(served)
     return Server(observed(settings, served, app, vault_app), client, service, oauth)
-
-
-def beside_oauth(explorer: Explorer, oauth: EmbeddedAuthServer) -> None:
-    """The explorer and the embedded authorization server, joined: Tidy lists the apps
-    signed in to a vault (and disconnects one), and people who sign in with the identity
-    provider open the explorer with it too."""
-    explorer.tidying.apps = oauth.store
-    if oauth.pages is not None:
-        explorer.identity = oauth.pages.explorer_identity()
-        oauth.pages.explorer_signed_in = explorer.identity_signed_in
 
 
 def entrance(explorer: Explorer | None) -> list[BaseRoute]:
@@ -575,16 +503,18 @@ def memory_explorer(
     client: VaultClient,
     default_key: str | None,
     clock: Callable[[], float],
-    shared: SharedState | None = None,
+    state: State,
+    oauth: EmbeddedAuthServer | None = None,
 ) -> Explorer:
     """The explorer's cookies are Secure over https, and over plain http too unless the
-    server both listens and is known on loopback (a development server without TLS)."""
+    server both listens and is known on loopback (a development server without TLS). With
+    the embedded authorization server, Tidy lists its grants, and the identity providers it
+    signs people in with open the explorer too."""
     base = httpx2.URL(settings.base_url)
-    shared = shared or SharedState(settings)
     sessions = (
-        UiSessions.in_dir(settings.data_dir, shared.sealer)
-        if shared.pool is None
-        else UiSessions.postgres(shared.pool, shared.sealer)
+        UiSessions.in_dir(settings.data_dir, state.sealer)
+        if state.pool is None
+        else UiSessions.postgres(state.pool, state.sealer)
     )
     return Explorer(
         client,
@@ -599,55 +529,31 @@ def memory_explorer(
             limits.UI_SIGN_INS_PER_MINUTE,
             monotonic_clock,
         ),
+        identity=None if oauth is None else oauth.explorer_identity,
+        apps=None if oauth is None else oauth.store,
     )
-
-
-@dataclass
-class Guarded:
-    """/mcp behind its authentication, with the routes and closers that come with it."""
-
-    endpoint: ASGIApp
-    routes: list[BaseRoute] = field(default_factory=list)
-    oauth: EmbeddedAuthServer | None = None
-    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
 def guard(
     settings: Settings,
     endpoint: ASGIApp,
     client: VaultClient,
-    policy: ScopePolicy,
     clock: Callable[[], float],
-    shared: SharedState | None = None,
-) -> Guarded:
+    oauth: EmbeddedAuthServer | None = None,
+) -> Protected:
     """With MEMORYROUTER_AUTH=key, ``endpoint`` behind bearer authentication (memory keys,
     and tokens of the embedded or an external authorization server) and the scope
     challenge; with MEMORYROUTER_AUTH=none, as it is."""
-    guarded = Guarded(endpoint)
     if settings.auth != "key":
-        return guarded
+        return Protected(endpoint)
     resource = settings.base_url + "/mcp"
-    verifier = AnyOfVerifiers(MemoryKeyVerifier(client))
-    metadata_url = None
-    if settings.oauth == "embedded":
-        guarded.oauth = embedded_oauth(settings, client, policy, clock, shared)
-        verifier = AnyOfVerifiers(MemoryKeyVerifier(client), guarded.oauth.verifier)
-        issuer = guarded.oauth.issuer
-        guarded.routes += guarded.oauth.routes
-    elif settings.oauth == "external":
-        external, issuer = external_oauth(settings, resource, clock)
-        guarded.closing.append(external.aclose)
-        verifier = AnyOfVerifiers(MemoryKeyVerifier(client), external)
-    if settings.oauth != "off":
-        metadata_url = resource_metadata_url(resource)
-        guarded.routes += resource_routes(resource, [issuer], FIRST_CONNECTION_SCOPES)
-    guarded.endpoint = SingleAuthorization(
-        AuthenticationMiddleware(
-            AuthContextMiddleware(ScopeChallenge(endpoint, metadata_url)),
-            backend=BearerAuthBackend(verifier),
+    if oauth is not None:
+        issuers = [oauth.issuer]
+        return protect(
+            endpoint, client, resource=resource, clock=clock, tokens=oauth.verifier, issuers=issuers
         )
-    )
-    return guarded
+    external = external_issuer(settings, resource) if settings.oauth == "external" else None
+    return protect(endpoint, client, resource=resource, clock=clock, external=external)
 
 
 def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
@@ -660,20 +566,9 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
 
 
 def request_state_key(settings: Settings) -> bytes:
-    """The key sealing what a multi-round MCP call keeps between rounds: derived from the
-    sealing key replicas share when one is given (so any replica carries any round, with no
-    second secret to distribute), else kept in the data directory (0600). Either way a
-    restart keeps calls in flight going."""
-    shared = shared_sealing_key(settings)
-    if shared is not None:
-        derived = HKDF(hashes.SHA256(), 32, salt=None, info=_REQUEST_STATE_INFO).derive(shared)
-        return base64.urlsafe_b64encode(derived)
-    return read_or_create(settings.data_dir / REQUEST_STATE_KEY_FILE, _new_secret).strip()
-
-
-# Domain separation: the derived key is never the sealing key, nor usable as it.
-_REQUEST_STATE_INFO = b"mcp-memoryrouter mcp request state v1"
-
-
-def _new_secret() -> bytes:
-    return secrets.token_urlsafe(32).encode()
+    """The key sealing what a multi-round MCP call keeps between rounds (auth/state/)."""
+    return sealed_state_key(
+        settings.data_dir,
+        sealing_key=settings.sealing_key,
+        sealing_key_file=settings.sealing_key_file,
+    )

@@ -27,7 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memoryrouter.asgi import foreign_origin
 from mcp_memoryrouter.auth.display import return_host, shown, visible
-from mcp_memoryrouter.auth.resource.memory_keys import key_info_or_none
+from mcp_memoryrouter.auth.resource import key_info_or_none
 from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
 from mcp_memoryrouter.auth.server.browser import (
     EXPLORER_LOGIN_COOKIE,
@@ -41,7 +41,7 @@ from mcp_memoryrouter.auth.server.provider import (
     SIGN_IN_PATH,
     EmbeddedProvider,
 )
-from mcp_memoryrouter.auth.signin.oidc import Identity, OidcClient, OidcRefused, admitted
+from mcp_memoryrouter.auth.signin import Identity, OidcClient, OidcRefused, admitted
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.sealing import SealedElsewhere
 from mcp_memoryrouter.auth.state.store import (

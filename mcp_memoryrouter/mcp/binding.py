@@ -26,7 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
 
 from mcp_memoryrouter.auth.claims import KEY_INFO_CLAIM, VAULT_KEY_CLAIM, VAULT_REF_CLAIM
-from mcp_memoryrouter.auth.resource.challenge import refuse_scope
+from mcp_memoryrouter.auth.resource import refuse_scope
 from mcp_memoryrouter.auth.scopes import (
     ABILITIES,
     ALL_SCOPES,

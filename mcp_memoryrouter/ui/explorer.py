@@ -35,6 +35,7 @@ from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.asgi import read_body
 from mcp_memoryrouter.auth.pages import ExplorerIdentity, IdentitySignedIn
 from mcp_memoryrouter.auth.state.database import off_loop
+from mcp_memoryrouter.auth.state.store import AuthStore
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
     Forbidden,
@@ -108,8 +109,12 @@ class Explorer:
         default_key: str | None = None,
         clock: Callable[[], float] = time.time,
         sign_ins: TokenBuckets | None = None,
+        identity: ExplorerIdentity | None = None,
+        apps: AuthStore | None = None,
     ) -> None:
-        """``sign_ins``: the sign-in attempts each client address may make (None: any)."""
+        """``sign_ins``: the sign-in attempts each client address may make (None: any);
+        ``identity``: the identity providers' sign-in, when people sign in with one;
+        ``apps``: the authorization server's grants, when it is embedded here."""
         self._vault = client
         self._sign_ins = sign_ins
         self._dry_run_known: bool | None = None
@@ -117,13 +122,11 @@ class Explorer:
         self._secure = secure_cookies
         self._default_key = default_key
         self._clock = clock
-        # the identity provider's sign-in, when people sign in with one (composition root)
-        self.identity: ExplorerIdentity | None = None
+        self.identity = identity
         self._notices = Notices(sessions)
         corrections = sessions.corrections()
         self.writing = Writing(client, self._notices, corrections, clock=clock)
-        # its ``apps``: the authorization server's grants, when it is embedded here
-        self.tidying = Tidying(client, self._notices, corrections, clock=clock)
+        self.tidying = Tidying(client, self._notices, corrections, apps=apps, clock=clock)
         self._css = _static("explorer.css")
         self._js = _static("explorer.js")
 

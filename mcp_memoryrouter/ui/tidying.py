@@ -42,14 +42,15 @@ class Tidying:
         notices: Notices,
         corrections: Corrections,
         *,
+        apps: AuthStore | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``apps``: the authorization server's grants, when it is embedded here."""
         self._vault = vault
         self._notices = notices
         self._corrections = corrections
         self._clock = clock
-        # the authorization server's grants, when it is embedded here (composition root)
-        self.apps: AuthStore | None = None
+        self.apps = apps
 
     def _client(self, session: UiSession) -> VaultClient:
         return self._vault.with_key(session.key)

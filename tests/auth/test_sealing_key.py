@@ -9,7 +9,8 @@ import pytest
 from cryptography.fernet import Fernet
 from mcp.server.request_state import RequestStateSecurity
 
-from mcp_memoryrouter.app import REQUEST_STATE_KEY_FILE, create_server, request_state_key
+from mcp_memoryrouter.app import create_server, request_state_key
+from mcp_memoryrouter.auth.state import REQUEST_STATE_KEY_FILE
 from mcp_memoryrouter.auth.state.sealing import SEALING_KEY_FILE, SealedElsewhere, Sealer
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError

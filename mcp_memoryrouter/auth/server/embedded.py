@@ -1,5 +1,9 @@
 """The embedded authorization server, assembled: state, keys, the SDK's OAuth endpoints with
-our provider, discovery documents and the sign-in and consent pages."""
+our provider, discovery documents and the sign-in and consent pages.
+
+The entry is :func:`embedded_server`: the composition root hands it the shared state, the
+vault, the policy and its settings, and gets the server's routes, the verifier of its
+tokens (for /mcp) and what the explorer signs in through."""
 
 from __future__ import annotations
 
@@ -25,15 +29,21 @@ from mcp_memoryrouter.auth.pages import (
     CONSENT_PATH,
     OIDC_CALLBACK_PATH,
     OIDC_START_PATH,
+    ExplorerIdentity,
     IdentityProvider,
+    IdentitySignedIn,
     Pages,
     stylesheet,
 )
-from mcp_memoryrouter.auth.resource.challenge import RECONNECT
-from mcp_memoryrouter.auth.resource.verifiers import GrantTokenVerifier
+from mcp_memoryrouter.auth.resource import RECONNECT
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
 from mcp_memoryrouter.auth.server.addresses import Resolver, system_resolver
-from mcp_memoryrouter.auth.server.clients import MetadataDocuments, is_loopback_host
+from mcp_memoryrouter.auth.server.clients import (
+    DocumentFetching,
+    MetadataDocuments,
+    is_loopback_host,
+)
+from mcp_memoryrouter.auth.server.grants import GrantTokenVerifier
 from mcp_memoryrouter.auth.server.keyring import KeyRing
 from mcp_memoryrouter.auth.server.provider import (
     SIGN_IN_PATH,
@@ -44,14 +54,26 @@ from mcp_memoryrouter.auth.server.provider import (
 from mcp_memoryrouter.auth.server.revocation import RevocationEndpoint
 from mcp_memoryrouter.auth.server.signing import Signer
 from mcp_memoryrouter.auth.server.throttle import OAuthLimits, Throttle, throttled
+from mcp_memoryrouter.auth.signin import Identity, OidcProvider
+from mcp_memoryrouter.auth.state import State
 from mcp_memoryrouter.auth.state.sealing import Sealer
 from mcp_memoryrouter.auth.state.store import AUTH_DB_FILE, AuthStore
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.pages.assets import STYLESHEET_PATH
 
+__all__ = [
+    "PUBLIC_CORS_PREFIXES",
+    "DocumentFetching",
+    "EmbeddedAuthServer",
+    "OAuthLimits",
+    "build_embedded",
+    "embedded_server",
+]
+
 # Paths answered with "Access-Control-Allow-Origin: *" (browser-based clients discover and
 # exchange tokens cross-origin); the app's own CORS policy must not shadow them.
 PUBLIC_CORS_PREFIXES = ("/.well-known/", "/token", "/register", "/revoke", "/jwks.json")
+OIDC_TIMEOUT = 10.0  # seconds a call to the identity provider may take
 
 
 @dataclass
@@ -66,11 +88,96 @@ class EmbeddedAuthServer:
     identity_providers: tuple[IdentityProvider, ...] = ()
     pages: Pages | None = None  # the sign-in pages (the explorer signs in through them too)
 
+    @property
+    def explorer_identity(self) -> ExplorerIdentity | None:
+        """The sign-in the explorer offers through this server's identity providers (None
+        when people sign in with a memory key)."""
+        return None if self.pages is None else self.pages.explorer_identity()
+
     async def aclose(self) -> None:
         await self._http.aclose()
         for identity_provider in self.identity_providers:
             await identity_provider.client.aclose()
         self.store.close()
+
+
+def embedded_server(
+    state: State,
+    vault: VaultClient,
+    policy: ScopePolicy,
+    *,
+    issuer: str,
+    server_name: str,
+    clock: Callable[[], float],
+    access_seconds: int,
+    refresh_seconds: int,
+    signing_seconds: int,
+    limits: OAuthLimits,
+    documents: DocumentFetching | None = None,
+    sign_in: Sequence[OidcProvider] = (),
+    provision: Callable[[Identity], Awaitable[str]] | None = None,
+    explorer_signed_in: Callable[[IdentitySignedIn], Awaitable[Response]] | None = None,
+) -> EmbeddedAuthServer:
+    """The authorization server of /mcp at ``issuer``, its state in ``state`` (on PostgreSQL,
+    replicas share it and its signing keys). People sign in with a memory key, or with one
+    of ``sign_in`` (each first sign-in gets a vault's key from ``provision``); a sign-in
+    made for the explorer ends in ``explorer_signed_in``. ``documents``: how client ID
+    metadata documents are fetched (default: from the internet)."""
+    store, signer = None, None
+    if state.pool is not None:  # replicas share the state and the signing keys
+        store = AuthStore.postgres(state.pool)
+        signer = KeyRing.postgres(
+            state.pool,
+            state.sealer,
+            signing_seconds=signing_seconds,
+            access_seconds=access_seconds,
+            clock=clock,
+        )
+    fetching = documents or DocumentFetching(httpx2.AsyncClient())
+    server = build_embedded(
+        state.data_dir,
+        issuer=issuer,
+        resource=issuer + "/mcp",
+        vault=vault,
+        policy=policy,
+        lifetimes=Lifetimes(access_seconds, refresh_seconds),
+        limits=limits,
+        clock=clock,
+        server_name=server_name,
+        sealer=state.sealer,
+        store=store,
+        signer=signer,
+        identity_providers=identity_providers(issuer, sign_in, provision),
+        http=fetching.http,
+        resolver=fetching.resolver,
+    )
+    if server.pages is not None:
+        server.pages.explorer_signed_in = explorer_signed_in
+    return server
+
+
+def identity_providers(
+    issuer: str,
+    sign_in: Sequence[OidcProvider],
+    provision: Callable[[Identity], Awaitable[str]] | None,
+) -> list[IdentityProvider]:
+    """What the sign-in page offers for each of ``sign_in``: its relying party, coming back
+    to this server's callback."""
+    if not sign_in:
+        return []
+    if provision is None:
+        raise ValueError("signing in with an identity provider needs a way to make vaults")
+    return [
+        IdentityProvider(
+            client=one.relying_party(issuer + OIDC_CALLBACK_PATH, OIDC_TIMEOUT),
+            name=one.shown_name,
+            provision=provision,
+            allowed_domains=one.allowed_domains,
+            allowed_emails=one.allowed_emails,
+            key=one.key,
+        )
+        for one in sign_in
+    ]
 
 
 def token_endpoint(

@@ -36,7 +36,6 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
-from mcp_memoryrouter.auth.resource.verifiers import GrantTokenVerifier, key_still_accepted
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
 from mcp_memoryrouter.auth.server.clients import (
     UNUSED_CLIENT_SECONDS,
@@ -46,6 +45,7 @@ from mcp_memoryrouter.auth.server.clients import (
     full_client,
     is_metadata_url,
 )
+from mcp_memoryrouter.auth.server.grants import GrantTokenVerifier, key_still_accepted
 from mcp_memoryrouter.auth.server.signing import GRANT_CLAIM, TokenKeys
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.sealing import SealedElsewhere, Sealer

@@ -1,4 +1,4 @@
-"""Verifying bearer tokens on /mcp: this server's JWT access tokens, memory keys, or either.
+"""The access tokens this authorization server issues, verified where /mcp checks them.
 
 A JWT names its grant; the grant names the memory key (sealed at rest) the MCP server calls
 the vault with. The key goes into the in-process ``AccessToken.claims``, never on the wire.
@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.provider import AccessToken
 
 from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
-from mcp_memoryrouter.auth.resource.memory_keys import key_info_or_none
+from mcp_memoryrouter.auth.resource import key_info_or_none
 from mcp_memoryrouter.auth.server.signing import GRANT_CLAIM, TokenKeys
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.sealing import Sealer
@@ -87,17 +87,3 @@ class GrantTokenVerifier:
                 "iss": self.issuer,
             },
         )
-
-
-class AnyOfVerifiers:
-    """The first verifier that accepts the token wins (memory keys, then JWTs)."""
-
-    def __init__(self, *verifiers: TokenVerifier) -> None:
-        self._verifiers = verifiers
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        for verifier in self._verifiers:
-            found = await verifier.verify_token(token)
-            if found is not None:
-                return found
-        return None
