@@ -7,11 +7,12 @@ import pytest
 
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from tests import pg
-from tests.support import AnyStore, StoreFactory, Vault, make_vault, sqlite_store
+from tests.support import AnyStore, StoreFactory, Vault, make_vault, markers, sqlite_store
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "postgres: the PostgreSQL leg of a store contract test")
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """browser, subprocess, postgres and slow, from what each test uses (support/markers.py)."""
+    markers.apply(items)
 
 
 @pytest.fixture
