@@ -62,6 +62,7 @@ from mcp_memoryrouter.ui.sessions import UiSessions
 from mcp_memoryrouter.vault.app import (
     build_service,
     create_vault_app,
+    front_of,
     in_process,
     monotonic_clock,
 )
@@ -464,12 +465,12 @@ def observed(
     ``routed`` (docs/metrics.md); as it is with MEMORYROUTER_METRICS=off."""
     if settings.metrics == "off":
         return outer
-    service: VaultService | None = None if vault_app is None else vault_app.state.service
+    front = None if vault_app is None else front_of(vault_app)
     return Metrics(
         outer,
         routes=routed.routes,
-        store="remote" if vault_app is None else vault_app.state.store_kind,
-        backlog=None if service is None else service.backlog,
+        store="remote" if front is None else front.store_kind,
+        backlog=None if front is None else front.backlog,
         token=settings.metrics_token or None,
         loopback=settings.metrics_open == "loopback",
     )

@@ -35,13 +35,26 @@ MAX_RETRY_AFTER = 30.0  # seconds: a longer wait is capped, not trusted
 
 class Carrier(Protocol):
     """Carries a call to a vault in this process without HTTP (the embedded server's
-    ``vault.http.inprocess.InProcess``): the same route, rules and errors, no encoding."""
+    ``vault.http.inprocess.InProcess``): the same operation, admission and errors, no
+    encoding."""
 
     def offers(self, method: str, path: str) -> bool: ...
 
     async def call(
-        self, method: str, path: str, key: str | None, body: BaseModel | None, model: type[M]
-    ) -> M: ...
+        self,
+        method: str,
+        path: str,
+        key: str | None,
+        body: BaseModel | None,
+        model: type[M],
+        admitted: object = None,
+    ) -> M:
+        """``admitted``: what :meth:`admit` answered for this key earlier in the request."""
+        ...
+
+    async def admit(self, key: str) -> tuple[schemas.KeyInfo, object]:
+        """``GET /v1/keys/current`` for ``key``, and a token of the admission just made."""
+        ...
 
 
 class VaultClient:
@@ -62,6 +75,7 @@ class VaultClient:
         self.base_url = base_url.rstrip("/")
         self._key = key
         self._carrier = carrier
+        self._admitted: object = None  # the carrier's admission of this key (admitted())
         self._sleep = sleep
         self._longest_wait = longest_wait
         self._http = http or httpx2.AsyncClient(
@@ -77,6 +91,22 @@ class VaultClient:
             longest_wait=self._longest_wait,
             carrier=self._carrier,
         )
+
+    async def admitted(self) -> tuple[schemas.KeyInfo, VaultClient]:
+        """What the vault says of this client's key now (:meth:`key_info`), and a client
+        that acts with the admission just made: in process, its calls do not look the key
+        up again (the rate limit and the body limit apply to each as ever); over HTTP, each
+        call presents the key as any other does.
+
+        Keep that client for the one request that asked, no longer: a key revoked later is
+        refused only by a new admission."""
+        carrier = self._carrier
+        if carrier is None or self._key is None or not carrier.offers("GET", "/v1/keys/current"):
+            return await self.key_info(), self
+        info, admission = await carrier.admit(self._key)
+        keyed = self.with_key(self._key)
+        keyed._admitted = admission
+        return info, keyed
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -196,7 +226,7 @@ class VaultClient:
                 return model.model_validate(response.json())
         for attempt in range(MAX_RETRIES + 1):
             try:
-                return await carrier.call(method, path, self._key, body, model)
+                return await carrier.call(method, path, self._key, body, model, self._admitted)
             except RateLimited as limited:
                 wait = _capped(limited.details.get("retry_after"))
                 if not self._retries(attempt, wait):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
-import anyio.to_thread
 from fastapi import FastAPI
 from starlette.routing import Match
 from starlette.types import Scope
@@ -15,19 +14,18 @@ from threadpoolctl import threadpool_limits
 from mcp_memoryrouter import __version__
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.private import new_private_dir, private_dir
-from mcp_memoryrouter.vault.http.api import router
-from mcp_memoryrouter.vault.http.boundary import BodyLimit, install_error_handlers
+from mcp_memoryrouter.vault.http.api import VaultApp, router
+from mcp_memoryrouter.vault.http.boundary import Admission, install_error_handlers
+from mcp_memoryrouter.vault.http.front import VaultAPI
 from mcp_memoryrouter.vault.http.inprocess import InProcess
 from mcp_memoryrouter.vault.http.openapi import with_server_rules
-from mcp_memoryrouter.vault.http.presented import presented_key
 from mcp_memoryrouter.vault.http.ratelimit import (
+    Budgets,
     MonotonicMs,
-    RateLimit,
     SharedBuckets,
     TokenBuckets,
 )
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
-from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.search.embeddings import (
     Embedder,
     Embedders,
@@ -115,17 +113,6 @@ def build_service(
     return service, kind
 
 
-def admission(service: VaultService) -> Callable[[Scope], Awaitable[Access]]:
-    """The key check a request with a body passes before the body is read (``BodyLimit``):
-    the presented key, read by the one rule authentication and the rate limit share."""
-
-    async def admit(scope: Scope) -> Access:
-        key = presented_key(scope.get("headers", []))
-        return await anyio.to_thread.run_sync(service.authenticate, key)
-
-    return admit
-
-
 def served_by(app: FastAPI) -> Callable[[Scope], bool]:
     """Whether one of ``app``'s routes answers a request's method and path."""
 
@@ -135,9 +122,16 @@ def served_by(app: FastAPI) -> Callable[[Scope], bool]:
     return serves
 
 
+def front_of(app: FastAPI) -> VaultAPI:
+    """The front of a vault app ``create_vault_app`` made."""
+    if not isinstance(app, VaultApp):
+        raise TypeError("not a vault app: make it with create_vault_app")
+    return app.front
+
+
 def in_process(app: FastAPI) -> InProcess:
-    """The carrier that calls ``app``'s routes without HTTP (for the embedded MCP server)."""
-    return InProcess(app)
+    """The carrier that calls ``app``'s front without HTTP (for the embedded surfaces)."""
+    return InProcess(front_of(app))
 
 
 def create_vault_app(
@@ -147,40 +141,44 @@ def create_vault_app(
     store_kind: str = "sqlite",
     clock: Clock | None = None,
     rate_clock: MonotonicMs = monotonic_clock,
-) -> FastAPI:
+) -> VaultApp:
     """``rate_clock`` (milliseconds, monotonic) is what the rate limit refills by."""
     if service is None:
         service, store_kind = build_service(settings, clock=clock)
-    app = FastAPI(
+    front = VaultAPI(
+        service,
+        store_kind=store_kind,
+        max_body_bytes=settings.max_body_bytes,
+        budgets=rate_budgets(settings, service, rate_clock),
+    )
+    app = VaultApp(
+        front,
         title="MemoryRouter vault",
         version=__version__,
         description="Three-tier memory: raw moments, reflections, high-level reflections.",
         docs_url=None,
         redoc_url=None,
     )
-    app.state.service = service
-    app.state.store_kind = store_kind
-    app.state.max_body_bytes = settings.max_body_bytes
-    app.state.rate_buckets = None
     install_error_handlers(app)
     # the embedding models this server has; "" (or no choice) is its default
     app.openapi = with_server_rules(app.openapi, service.embedders.names)  # type: ignore[method-assign]
     app.include_router(router)
+    # every request is admitted (rate limit, size, key) before its body is read
     app.add_middleware(
-        BodyLimit,
-        max_bytes=settings.max_body_bytes,
-        admit=admission(service),
-        seconds=settings.body_timeout_seconds,
-        serves=served_by(app),
+        Admission, front=front, serves=served_by(app), seconds=settings.body_timeout_seconds
     )
-    if settings.rate_limit_per_minute:
-        per_minute = settings.rate_limit_per_minute
-        burst = settings.rate_limit_burst or per_minute
-        # added last, so outermost: a throttled request is refused before its body is read
-        app.state.rate_buckets = (
-            SharedBuckets(service.take_token, per_minute, burst)
-            if service.shares_rate_limits
-            else TokenBuckets(per_minute, burst, rate_clock)
-        )
-        app.add_middleware(RateLimit, buckets=app.state.rate_buckets)
     return app
+
+
+def rate_budgets(
+    settings: Settings, service: VaultService, rate_clock: MonotonicMs
+) -> Budgets | None:
+    """The rate limit's buckets: in the store when replicas share it (PostgreSQL), else in
+    this process; None when the limit is off."""
+    per_minute = settings.rate_limit_per_minute
+    if not per_minute:
+        return None
+    burst = settings.rate_limit_burst or per_minute
+    if service.shares_rate_limits:
+        return SharedBuckets(service.take_token, per_minute, burst)
+    return TokenBuckets(per_minute, burst, rate_clock)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from fastapi import FastAPI
 
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import RateLimited
-from mcp_memoryrouter.vault.app import build_service, create_vault_app, in_process
+from mcp_memoryrouter.vault.app import build_service, create_vault_app, front_of, in_process
+from mcp_memoryrouter.vault.http.api import VaultApp
 from mcp_memoryrouter.vault.http.ratelimit import SharedBuckets, TokenBuckets
 from mcp_memoryrouter.vault.service import VaultService
 from tests import pg
@@ -34,9 +34,12 @@ def pg_url(postgres_databases: pg.Databases) -> Iterator[str]:
     postgres_databases.release(url)
 
 
-def replicas(url: str, tmp_path: Path, count: int, stack: ExitStack) -> list[tuple[str, FastAPI]]:
-    """``count`` vault servers over one database: (base URL, app) each."""
-    served: list[tuple[str, FastAPI]] = []
+Replica = tuple[str, VaultApp, VaultService]
+
+
+def replicas(url: str, tmp_path: Path, count: int, stack: ExitStack) -> list[Replica]:
+    """``count`` vault servers over one database: (base URL, app, service) each."""
+    served: list[Replica] = []
     for i in range(count):
         settings = Settings(
             database_url=url,
@@ -47,12 +50,11 @@ def replicas(url: str, tmp_path: Path, count: int, stack: ExitStack) -> list[tup
         service, kind = build_service(settings, start_worker=False)
         stack.callback(service.close)
         app = create_vault_app(settings, service=service, store_kind=kind)
-        served.append((stack.enter_context(live_server(app)), app))
+        served.append((stack.enter_context(live_server(app)), app, service))
     return served
 
 
-def key_on(app: FastAPI) -> str:
-    service: VaultService = app.state.service
+def key_on(service: VaultService) -> str:
     key, _ = service.create_vault()
     return key
 
@@ -60,11 +62,11 @@ def key_on(app: FastAPI) -> str:
 def test_a_key_gets_its_budget_once_across_three_replicas(pg_url: str, tmp_path: Path) -> None:
     with ExitStack() as stack:
         servers = replicas(pg_url, tmp_path, 3, stack)
-        assert all(isinstance(app.state.rate_buckets, SharedBuckets) for _, app in servers)
-        key = key_on(servers[0][1])
-        other = key_on(servers[1][1])
+        assert all(isinstance(front_of(app).budgets, SharedBuckets) for _, app, _ in servers)
+        key = key_on(servers[0][2])
+        other = key_on(servers[1][2])
         statuses = []
-        for base, _ in itertools.islice(itertools.cycle(servers), BUDGET + 3):
+        for base, *_ in itertools.islice(itertools.cycle(servers), BUDGET + 3):
             answer = httpx2.get(
                 base + "/v1/memory/stats", headers={"Authorization": f"Bearer {key}"}
             )
@@ -78,7 +80,7 @@ def test_a_key_gets_its_budget_once_across_three_replicas(pg_url: str, tmp_path:
             servers[2][0] + "/v1/memory/stats", headers={"Authorization": f"Bearer {key}:read"}
         )
         assert read.status_code == 429
-        for base, _ in servers:
+        for base, *_ in servers:
             fresh = httpx2.get(
                 base + "/v1/memory/stats", headers={"Authorization": f"Bearer {other}"}
             )
@@ -90,8 +92,8 @@ async def test_the_in_process_carrier_spends_the_same_shared_budget(
     pg_url: str, tmp_path: Path
 ) -> None:
     with ExitStack() as stack:
-        (base, app), (_, twin) = replicas(pg_url, tmp_path, 2, stack)
-        key = key_on(app)
+        (base, _, service), (_, twin, _) = replicas(pg_url, tmp_path, 2, stack)
+        key = key_on(service)
         carried = VaultClient(
             "http://vault.internal",
             key,
@@ -113,6 +115,6 @@ def test_sqlite_keeps_budgets_in_memory(tmp_path: Path) -> None:
     service, kind = build_service(settings, start_worker=False)
     try:
         app = create_vault_app(settings, service=service, store_kind=kind)
-        assert isinstance(app.state.rate_buckets, TokenBuckets)
+        assert isinstance(front_of(app).budgets, TokenBuckets)
     finally:
         service.close()

@@ -25,7 +25,8 @@ from mcp_memoryrouter.errors import (
     Unauthorized,
 )
 from mcp_memoryrouter.vault.app import create_vault_app, in_process
-from mcp_memoryrouter.vault.http.inprocess import InProcess
+from mcp_memoryrouter.vault.http.api import router
+from mcp_memoryrouter.vault.http.inprocess import OPERATIONS, Admitted, InProcess
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests.support import FakeClock
@@ -85,6 +86,17 @@ def test_every_call_the_client_makes_without_streaming_is_carried(vault: Vault) 
     assert not carrier.offers("DELETE", "/v1/keys/key_0123456789abcdef")
     assert carrier.offers("GET", "/v1/memory/timeline")
     assert not carrier.offers("GET", "/v1/memory/timeline?bucket=day")
+
+
+def test_the_carriers_table_is_every_route_but_the_streamed_one_and_path_parameters() -> None:
+    """Its explicit table (no route found by its signature) names the router's routes."""
+    routes = {
+        (method, route.path)
+        for route in router.routes
+        for method in getattr(route, "methods", ())
+        if "{" not in route.path and route.path != "/v1/memory/export"
+    }
+    assert set(OPERATIONS) == routes
 
 
 async def both(
@@ -192,3 +204,52 @@ async def test_an_unexpected_failure_is_logged_by_type_and_answered_the_same(
     assert in_proc == over_http == (MemoryRouterError, "internal error", {})
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ["unhandled RuntimeError on GET /v1/memory/stats"] * 2
+
+
+async def test_an_admission_stands_for_its_request_and_the_limits_still_apply(
+    vault: Vault,
+) -> None:
+    """What /mcp's token check admitted is what the same request's tool calls act with: the
+    key is not looked up again (a revocation in between is seen by the next request), while
+    each call still takes its rate-limit token and has its body measured."""
+    client = vault.clients["in-process"](vault.key, longest_wait=0.5)
+    vault.rate_ms[0] += 60_000  # three tokens
+    info, admitted = await client.admitted()
+    assert info == await client.key_info()  # neither takes a token
+    listed = await client.list_keys()
+    own = next(k.id for k in listed.keys if k.name != "reader")
+    minted = await client.mint_key(schemas.KeyCreateRequest(name="second"))
+    await vault.clients["http"](minted.key).revoke_key(own)
+    await admitted.stats()  # the request admitted before the revocation goes on
+    vault.rate_ms[0] += 60_000
+    with pytest.raises(Unauthorized):
+        await client.stats()  # the next request is refused
+    with pytest.raises(Unauthorized):
+        await client.admitted()
+    await admitted.stats()
+    await admitted.stats()
+    with pytest.raises(RateLimited):
+        await admitted.stats()
+    vault.rate_ms[0] += 60_000
+    big = schemas.IngestRequest(messages=[schemas.MessageIn(content="x" * MAX_BODY)])
+    with pytest.raises(PayloadTooLarge):
+        await admitted.ingest(big)
+
+
+async def test_an_admission_is_taken_for_its_own_key_alone(vault: Vault) -> None:
+    admitted = Admitted(vault.key, vault.service.authenticate(vault.key))
+    unknown = "mk_" + "0" * 64
+    for key in (unknown, None):
+        with pytest.raises(Unauthorized):
+            await vault.carrier.call(
+                "GET", "/v1/memory/stats", key, None, schemas.StatsResponse, admitted
+            )
+    await vault.carrier.call(
+        "GET", "/v1/memory/stats", vault.key, None, schemas.StatsResponse, admitted
+    )
+
+
+async def test_over_http_an_admission_is_the_key_sent_again(vault: Vault) -> None:
+    client = vault.clients["http"](vault.key)
+    info, admitted = await client.admitted()
+    assert admitted is client and info == await client.key_info()

@@ -6,14 +6,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 
+from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.app import create_vault_app
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.rules.domain import SearchFilter
 from mcp_memoryrouter.vault.search.embeddings import Embedders, LocalMiniLM, OpenAICompatible
@@ -112,7 +116,9 @@ class NewForm(ConceptEmbedder):
     replaces = ("test-concepts",)
 
 
-def test_a_replaced_models_vectors_are_re_embedded_and_never_mixed(hybrid: Vault) -> None:
+def test_a_replaced_models_vectors_are_re_embedded_and_never_mixed(
+    hybrid: Vault, tmp_path: Path
+) -> None:
     hybrid.ingest("my car broke down", "a glad kitten")
     hybrid.worker.drain()
     hybrid.ingest("the automobile was repaired")  # still queued for the old form
@@ -123,7 +129,8 @@ def test_a_replaced_models_vectors_are_re_embedded_and_never_mixed(hybrid: Vault
     embedders = Embedders({"concepts": NewForm}, "concepts")
     service = VaultService(hybrid.store, clock=hybrid.clock, lease_seconds=900, embedders=embedders)
     worker = EmbeddingWorker(hybrid.store, embedders)
-    hybrid.app.state.service = service
+    restarted = create_vault_app(Settings(data_dir=tmp_path), service=service)  # the next start
+    hybrid = replace(hybrid, app=restarted, service=service, http=TestClient(restarted))
 
     worker.replace_models()
     assert hybrid.sql("SELECT count(*) FROM vectors WHERE model = 'test-concepts'") == [(0,)]

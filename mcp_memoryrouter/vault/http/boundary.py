@@ -1,11 +1,12 @@
-"""The HTTP boundary: one error envelope for everything, and the request-size limit."""
+"""The HTTP boundary: one error envelope for everything, and admission before the body."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -14,8 +15,10 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.asgi import error_response, read_body, replay, send_json
+from mcp_memoryrouter.asgi import error_response, read_body, replay
 from mcp_memoryrouter.errors import InvalidRequest, MemoryRouterError, too_large
+from mcp_memoryrouter.vault.http.front import Call, VaultAPI
+from mcp_memoryrouter.vault.http.presented import presented_key
 
 log = logging.getLogger("mcp_memoryrouter.vault")
 
@@ -109,69 +112,73 @@ def _without_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return openapi
 
 
-# Where an admitted request's access is kept for the route (``api.get_access``), so a key
-# checked before its body was read is not checked twice.
+# Where an admitted request's access is kept for its route (``api.get_access``).
 ACCESS_STATE = "memoryrouter.access"
 
 
-class BodyLimit:
-    """Admit a request before its body is read, then read the body under a size limit and
-    a deadline.
+class Admission:
+    """The REST side of the vault's one admission step: admit a request before its body is
+    read (``VaultAPI.admit``: the rate limit, the size it declares, its key), then read the
+    body whole within the size limit (413) and ``seconds`` (408), and hand it to the route
+    with what it was admitted with.
 
-    A request that carries a body (``Content-Length`` above 0, or chunked) under ``/v1/``
-    must first present a key ``admit`` accepts: a caller without one is refused with no
-    byte of its body buffered. The body is then read whole, within ``max_bytes`` (413, also
-    for a declared length above it) and ``seconds`` (408), and handed to the route."""
+    A request under ``/v1/`` that a route serves acts with a key: a caller without one the
+    vault accepts is refused with no byte of its body buffered. Any other request (``/healthz``,
+    the OpenAPI document, a path no route serves: the router's 404 or 405) is admitted without
+    one."""
 
     def __init__(
         self,
         app: ASGIApp,
-        max_bytes: int,
-        admit: Callable[[Scope], Awaitable[object]] | None = None,
+        front: VaultAPI,
+        serves: Callable[[Scope], bool],
         seconds: float = limits.BODY_SECONDS,
-        serves: Callable[[Scope], bool] | None = None,
     ) -> None:
-        """``serves``: whether a route answers the request's method and path (only those
-        requests are admitted first; the rest go on unread, for the router's 404 or 405)."""
+        """``serves``: whether a route answers the request's method and path."""
         self.app = app
-        self.max_bytes = max_bytes
-        self.admit = admit
-        self.seconds = seconds
+        self.front = front
         self.serves = serves
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers", []))
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send, too_large(self.max_bytes))
-            return
+        front = self.front
+        call = self._call(scope)
         try:
-            if self._admits(scope, headers):
-                assert self.admit is not None
-                scope.setdefault("state", {})[ACCESS_STATE] = await self.admit(scope)
-            body = await read_body(receive, self.max_bytes, self.seconds)
+            if front.blocks(call):
+                access = await anyio.to_thread.run_sync(front.admit, call)
+            else:
+                access = front.admit(call)
+            body = await read_body(receive, front.max_body_bytes, self.seconds)
+            if body is None:
+                raise too_large(front.max_body_bytes)
         except MemoryRouterError as refused:
-            await self._refuse(send, refused)
+            response = error_response(refused)
+            if _has_body(scope):  # its unread rest is never read: the connection closes
+                response.headers["connection"] = "close"
+            await response(scope, receive, send)
             return
-        if body is None:
-            await self._refuse(send, too_large(self.max_bytes))
-            return
+        if access is not None:
+            scope.setdefault("state", {})[ACCESS_STATE] = access
         await self.app(scope, replay(body, receive), send)
 
-    def _admits(self, scope: Scope, headers: dict[bytes, bytes]) -> bool:
-        if self.admit is None or not _has_body(headers) or not scope["path"].startswith("/v1/"):
-            return False
-        return self.serves is None or self.serves(scope)
+    def _call(self, scope: Scope) -> Call:
+        """The request as admission reads it: its key (by the one rule, ``presented_key``),
+        its address, the length it declares, and whether it acts with a key."""
+        try:
+            key, unreadable = presented_key(scope.get("headers", [])), None
+        except InvalidRequest as refused:
+            key, unreadable = None, refused
+        client = scope.get("client")
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        size = int(declared) if declared is not None and declared.isdigit() else None
+        keyed = scope["path"].startswith("/v1/") and self.serves(scope)
+        return Call(scope["path"], key, str(client[0]) if client else None, size, keyed, unreadable)
 
-    async def _refuse(self, send: Send, error: MemoryRouterError) -> None:
-        headers = [(b"www-authenticate", b"Bearer")] if error.status == 401 else []
-        # the unread rest of the body is never read: the connection closes after this
-        await send_json(send, error.status, error.envelope(), [*headers, (b"connection", b"close")])
 
-
-def _has_body(headers: dict[bytes, bytes]) -> bool:
+def _has_body(scope: Scope) -> bool:
+    headers = dict(scope.get("headers", []))
     declared = headers.get(b"content-length")
     return b"transfer-encoding" in headers or (declared is not None and declared != b"0")

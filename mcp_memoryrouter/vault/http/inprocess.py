@@ -1,140 +1,172 @@
-"""The vault app called in process, without HTTP: what the embedded server's MCP tools use.
+"""The vault called in process, without HTTP: what the embedded server's surfaces use (the
+MCP tools, the chat proxy, the explorer).
 
-A tool's :class:`~mcp_memoryrouter.client.VaultClient` hands its wire model to
-:class:`InProcess`, which runs the very route function the REST API runs for that method
-and path, with the same rules before it: the rate limit (the app's own buckets, the same
-caller identity), the request-size limit (measured on the body as the HTTP client encodes
-it), authentication by the presented key, and the same error for anything unexpected. What
-it skips is the cost of the hop: encoding to bytes and back, the ASGI and FastAPI layers,
-and a worker thread per dependency (an in-process HTTP call cost ~2.5 ms of CPU; see
-docs/benchmarks.md, "The cost of a call"). A call it cannot make this way (a route that reads
-the raw request or streams, a path parameter, a query string) is not offered, and the client
+A surface's :class:`~mcp_memoryrouter.client.VaultClient` hands its wire model to
+:class:`InProcess`, which finds the operation in an explicit table (method and path → the
+front's method) and calls it after the front's one admission step, as a REST request is:
+the same rate limit (the same buckets, the caller named by the same rule: its key, else the
+loopback address), the same body limit (measured on the body as the HTTP client encodes it),
+the same key check, and the same error for anything unexpected. What it skips is the cost of
+the hop: encoding to bytes and back, the ASGI and FastAPI layers (an in-process HTTP call
+cost ~2.5 ms of CPU; see docs/benchmarks.md, "The cost of a call"). A call it has no entry
+for (a path parameter, a query string, the streamed export) is not offered, and the client
 sends that call over HTTP.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio.to_thread
-from fastapi import FastAPI
-from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.errors import MemoryRouterError, too_large
+from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.vault.http.boundary import unexpected
-from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, Budgets, caller, throttled
+from mcp_memoryrouter.vault.http.front import Call, VaultAPI
+from mcp_memoryrouter.vault.rules.access import Access
 
 M = TypeVar("M", bound=BaseModel)
+B = TypeVar("B", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
 LOOPBACK = "127.0.0.1"  # the address an in-process HTTP call presents without a key
 
 
 @dataclass(frozen=True)
-class _Route:
-    endpoint: Callable[..., Any]
-    is_async: bool
-    takes: frozenset[str]  # which of _GIVEN it takes
+class Operation:
+    """How the carrier runs one route's operation: ``run(front, access, body)``."""
+
+    run: Callable[[VaultAPI, Access | None, BaseModel | None], BaseModel]
+    keyed: bool = True  # False: acts with no key, and does no I/O (``/healthz``)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A key this carrier admitted earlier in one request, and the access it got: handed
+    back with a later call of the same request (:meth:`InProcess.call`), that call's key is
+    not looked up again. Kept no longer than the request (``client.VaultClient.admitted``)."""
+
+    key: str
+    access: Access
+
+
+def _with_body(model: type[B], method: Callable[[VaultAPI, Access, B], R]) -> Operation:
+    def run(front: VaultAPI, access: Access | None, body: BaseModel | None) -> BaseModel:
+        if access is None or not isinstance(body, model):
+            raise TypeError(f"{method.__name__} takes a key and a {model.__name__}")
+        return method(front, access, body)
+
+    return Operation(run)
+
+
+def _keyed(method: Callable[[VaultAPI, Access], R]) -> Operation:
+    def run(front: VaultAPI, access: Access | None, body: BaseModel | None) -> BaseModel:
+        if access is None or body is not None:
+            raise TypeError(f"{method.__name__} takes a key and no body")
+        return method(front, access)
+
+    return Operation(run)
+
+
+def _health(front: VaultAPI, access: Access | None, body: BaseModel | None) -> BaseModel:
+    return front.health()
+
+
+# Every route without a path parameter but the streamed export, by the method and path the
+# client calls (tests/vault/test_inprocess.py holds it to the router's routes).
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("GET", "/healthz"): Operation(_health, keyed=False),
+    ("POST", "/v1/keys"): _with_body(schemas.KeyCreateRequest, VaultAPI.create_key),
+    ("GET", "/v1/keys"): _keyed(VaultAPI.list_keys),
+    ("GET", "/v1/keys/current"): _keyed(VaultAPI.key_info),
+    ("POST", "/v1/memory/ingest"): _with_body(schemas.IngestRequest, VaultAPI.ingest),
+    ("POST", "/v1/memory/search"): _with_body(schemas.SearchRequest, VaultAPI.search),
+    ("POST", "/v1/memory/prepare"): _with_body(schemas.PrepareRequest, VaultAPI.prepare),
+    ("POST", "/v1/memory/date-search"): _with_body(schemas.DateSearchRequest, VaultAPI.date_search),
+    ("POST", "/v1/memory/consolidate/checkout"): _with_body(
+        schemas.CheckoutRequest, VaultAPI.checkout
+    ),
+    ("POST", "/v1/memory/consolidate/commit"): _with_body(schemas.CommitRequest, VaultAPI.commit),
+    ("POST", "/v1/memory/import-reflections"): _with_body(
+        schemas.ImportReflectionsRequest, VaultAPI.import_reflections
+    ),
+    ("POST", "/v1/memory/import-consolidated"): _with_body(
+        schemas.MarkConsolidatedRequest, VaultAPI.import_consolidated
+    ),
+    ("POST", "/v1/memory/inspect"): _with_body(schemas.InspectRequest, VaultAPI.inspect),
+    ("POST", "/v1/memory/delete-ids"): _with_body(schemas.DeleteIdsRequest, VaultAPI.delete_ids),
+    ("DELETE", "/v1/memory"): _keyed(VaultAPI.wipe),
+    ("GET", "/v1/memory/stats"): _keyed(VaultAPI.stats),
+    ("GET", "/v1/memory/timeline"): _keyed(VaultAPI.timeline),
+    ("GET", "/v1/usage"): _keyed(VaultAPI.usage),
+}
+KEY_INFO = ("GET", "/v1/keys/current")
 
 
 class InProcess:
-    """Calls the vault app's route functions directly (see the module's docstring)."""
+    """Calls the vault's front directly (see the module's docstring)."""
 
-    def __init__(self, app: FastAPI) -> None:
-        self._app = app
-        self._routes: dict[tuple[str, str], _Route] = {}
-        routes = list(app.routes)
-        while routes:
-            route = routes.pop()
-            included = getattr(route, "original_router", None)  # a router included whole
-            if included is not None:
-                routes.extend(included.routes)
-            elif isinstance(route, APIRoute) and not route.param_convertors:
-                callable_ = _route(route.endpoint)
-                if callable_ is not None:
-                    for method in route.methods or ():
-                        self._routes[(method, route.path)] = callable_
+    def __init__(self, front: VaultAPI) -> None:
+        self._front = front
 
     def offers(self, method: str, path: str) -> bool:
-        """Whether the call is carried here: a route without path parameters, called
-        without a query string (it passes only what the client sends in a body; a query
-        string and a path parameter are FastAPI's to parse, so those calls go over HTTP)."""
-        return "?" not in path and (method, path) in self._routes
-
-    def _spender(self, path: str, key: str | None) -> Callable[[], None] | None:
-        """Take the call's rate-limit token: at once from budgets in memory (raising the 429
-        when the bucket is empty; None returned), or, from budgets in the store, a step for
-        the worker thread the call runs in anyway."""
-        buckets: Budgets | None = self._app.state.rate_buckets
-        if buckets is None or path in UNLIMITED_PATHS:
-            return None
-        who = caller(key, LOOPBACK)
-
-        def spend() -> None:
-            refused = throttled(buckets, who, buckets.take(who))
-            if refused is not None:
-                raise refused
-
-        if buckets.blocking:
-            return spend
-        spend()
-        return None
+        """Whether the call is carried here (a query string is FastAPI's to parse: those
+        calls go over HTTP)."""
+        return (method, path) in OPERATIONS
 
     async def call(
-        self, method: str, path: str, key: str | None, body: BaseModel | None, model: type[M]
+        self,
+        method: str,
+        path: str,
+        key: str | None,
+        body: BaseModel | None,
+        model: type[M],
+        admitted: object = None,
     ) -> M:
-        route = self._routes[(method, path)]
-        state = self._app.state
-        spend = self._spender(path, key)  # an empty in-memory bucket raises here
-        if body is not None and len(_encoded(body)) > state.max_body_bytes:
-            raise too_large(state.max_body_bytes)
-        service = state.service
-        offered = {"service": service, "store_kind": state.store_kind, "body": body}
-        given = {name: value for name, value in offered.items() if name in route.takes}
-        wants_access = "access" in route.takes
+        """``admitted``: an :class:`Admitted` of this carrier's for the same key, made earlier
+        in the same request (anything else is ignored, and the key is checked)."""
+        access = admitted.access if isinstance(admitted, Admitted) and admitted.key == key else None
+        result, _ = await self._run(method, path, key, body, access)
+        return result if isinstance(result, model) else model.model_validate(result)
 
-        def admit() -> None:
-            if spend is not None:
-                spend()
-            if wants_access:
-                given["access"] = service.authenticate(key)
+    async def admit(self, key: str) -> tuple[schemas.KeyInfo, Admitted]:
+        """``GET /v1/keys/current`` for ``key``, and what it was admitted with, for the later
+        calls of the same request."""
+        info, access = await self._run(*KEY_INFO, key, None, None)
+        assert isinstance(info, schemas.KeyInfo) and access is not None
+        return info, Admitted(key, access)
 
-        def run() -> Any:
-            admit()
-            return route.endpoint(**given)
+    async def _run(
+        self,
+        method: str,
+        path: str,
+        key: str | None,
+        body: BaseModel | None,
+        admitted: Access | None,
+    ) -> tuple[BaseModel, Access | None]:
+        operation = OPERATIONS[(method, path)]
+        front = self._front
+        size = None if body is None else len(_encoded(body))
+        call = Call(path, key, LOOPBACK, size, operation.keyed)
+
+        def run() -> tuple[BaseModel, Access | None]:
+            access = front.admit(call, admitted)
+            return operation.run(front, access, body), access
 
         try:
-            if route.is_async:
-                if wants_access or spend is not None:
-                    await anyio.to_thread.run_sync(admit)
-                result = await route.endpoint(**given)
-            else:
-                result = await anyio.to_thread.run_sync(run)
+            if front.blocks(call):
+                return await anyio.to_thread.run_sync(run)
+            return run()
         except MemoryRouterError:
             raise
         except Exception as exc:
             raise unexpected(exc, method, path) from exc
-        return result if isinstance(result, model) else model.model_validate(result)
 
 
 def _encoded(body: BaseModel) -> bytes:
     """The body's bytes as the HTTP client sends them (``schemas.wire``, then httpx's own
     JSON encoding)."""
     return json.dumps(schemas.wire(body), ensure_ascii=False, separators=(",", ":")).encode()
-
-
-_GIVEN = frozenset({"service", "store_kind", "access", "body"})
-
-
-def _route(endpoint: Callable[..., Any]) -> _Route | None:
-    """How to call ``endpoint``, when every parameter it has is one this module gives or
-    has a default (headers and query parameters the client never sends)."""
-    parameters = inspect.signature(endpoint).parameters
-    for name, parameter in parameters.items():
-        if name not in _GIVEN and parameter.default is inspect.Parameter.empty:
-            return None
-    return _Route(endpoint, inspect.iscoroutinefunction(endpoint), _GIVEN & frozenset(parameters))

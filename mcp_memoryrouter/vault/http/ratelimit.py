@@ -1,4 +1,5 @@
-"""Per-key rate limiting of the REST API: a token bucket for each presented key.
+"""Per-key rate limiting of the vault's calls: a token bucket for each presented key, taken
+from on admission (``front.VaultAPI.admit``), whichever way the call came.
 
 Each caller owns a bucket of ``burst`` tokens that refills at ``per_minute`` tokens a minute;
 a request takes one token, and a request finding the bucket empty is answered 429 with
@@ -14,13 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Protocol
 
-import anyio
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from mcp_memoryrouter.asgi import send_json
-from mcp_memoryrouter.errors import InvalidRequest, RateLimited
+from mcp_memoryrouter.errors import RateLimited
 from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
-from mcp_memoryrouter.vault.http.presented import presented_key
 from mcp_memoryrouter.vault.rules.access import hash_key, split_mode
 
 # /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (on
@@ -28,13 +24,6 @@ from mcp_memoryrouter.vault.rules.access import hash_key, split_mode
 # authentication itself, not the work. Neither reads a vault, and a key's 256 random bits
 # make guessing pointless at any rate.
 UNLIMITED_PATHS = frozenset({"/healthz", "/v1/keys/current"})
-
-
-def caller_of(scope: Scope) -> str:
-    """The hash of the presented key (read as authentication reads it), else the client
-    address. Raises ``InvalidRequest`` for a key header sent twice."""
-    client = scope.get("client")
-    return caller(presented_key(scope.get("headers", [])), str(client[0]) if client else None)
 
 
 def caller(key: str | None, address: str | None) -> str:
@@ -75,15 +64,8 @@ class SharedBuckets:
         return self._take(caller, self.per_minute, self.burst)
 
 
-async def take_from(buckets: Budgets, who: str) -> float | None:
-    """One token of ``who``'s, off the event loop when the budgets live in the store."""
-    if buckets.blocking:
-        return await anyio.to_thread.run_sync(buckets.take, who)
-    return buckets.take(who)
-
-
 def throttled(buckets: Budgets, who: str, wait: float | None) -> RateLimited | None:
-    """The 429 when ``who``'s take (``wait``, from :func:`take_from`) found the bucket
+    """The 429 when ``who``'s take (``wait``, from ``buckets.take``) found the bucket
     empty."""
     if wait is None:
         return None
@@ -95,38 +77,11 @@ def throttled(buckets: Budgets, who: str, wait: float | None) -> RateLimited | N
     )
 
 
-class RateLimit:
-    """ASGI middleware answering 429 in the error envelope when a caller's bucket is empty."""
-
-    def __init__(self, app: ASGIApp, buckets: Budgets) -> None:
-        self.app = app
-        self.buckets = buckets
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:
-            await self.app(scope, receive, send)
-            return
-        try:
-            who = caller_of(scope)
-        except InvalidRequest as refused:
-            await send_json(send, 400, refused.envelope())
-            return
-        error = throttled(self.buckets, who, await take_from(self.buckets, who))
-        if error is None:
-            await self.app(scope, receive, send)
-            return
-        headers = [(b"retry-after", str(error.details["retry_after"]).encode())]
-        await send_json(send, 429, error.envelope(), headers)
-
-
 __all__ = [
     "Budgets",
     "MonotonicMs",
-    "RateLimit",
     "SharedBuckets",
     "TokenBuckets",
     "caller",
-    "caller_of",
-    "take_from",
     "throttled",
 ]

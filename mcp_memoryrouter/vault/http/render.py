@@ -10,6 +10,7 @@ from mcp_memoryrouter.vault.rules import contract, debt
 from mcp_memoryrouter.vault.rules.dates import format_ms
 from mcp_memoryrouter.vault.rules.domain import (
     Batch,
+    CommitOutcome,
     Counters,
     DeleteOutcome,
     EmptyCheckout,
@@ -94,6 +95,20 @@ def checkout(result: Batch | EmptyCheckout) -> schemas.CheckoutResponse:
         tier_definitions=schemas.TierDefinitions.model_validate(
             contract.tier_definitions(result.tier)
         ),
+    )
+
+
+def committed(outcome: CommitOutcome, counters: Counters) -> schemas.CommitResponse:
+    return schemas.CommitResponse(
+        batch_id=outcome.batch_id,
+        committed=True,
+        already_committed=outcome.already_committed,
+        tier=outcome.target_tier,
+        created=[
+            schemas.CreatedReflection(id=c.id, importance=c.importance) for c in outcome.created
+        ],
+        sources_consolidated=outcome.sources_consolidated,
+        reflection=reflection(counters),
     )
 
 
@@ -220,6 +235,17 @@ def usage(
             "by_endpoint": by_endpoint,
             "by_session": by_session,
         }
+    )
+
+
+def key_created(key: str, record: KeyRecord) -> schemas.KeyCreated:
+    """A key just minted: its secret, shown this once."""
+    return schemas.KeyCreated(
+        id=record.id,
+        key=key,
+        name=record.name,
+        read_only=record.read_only,
+        created_at=format_ms(record.created_ms),
     )
 
 
