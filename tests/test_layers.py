@@ -261,6 +261,36 @@ def scope_violations(found: list[Module]) -> list[str]:
     ]
 
 
+# Front doors: what stands behind one is reached, from the modules around it, only through
+# it. On the vault's HTTP side that is the front (vault/http/front.VaultAPI, where every call
+# is admitted): the REST routes, the admission middleware and the in-process carrier are its
+# adapters, and none of them calls a use case itself.
+FRONT_DOORS: dict[str, tuple[list[str], list[str]]] = {
+    # the door: (the modules that come through it, what stands behind it)
+    "vault.http.front": (
+        ["vault.http"],
+        [
+            *["vault.service", "vault.keyring", "vault.hybrid", "vault.indexer"],
+            *["vault.store", "vault.search"],
+        ],
+    ),
+}
+
+
+def front_door_violations(found: list[Module]) -> list[str]:
+    known = {m.name for m in found}
+    problems: dict[str, None] = {}  # in order, once each
+    for door, (around, behind) in FRONT_DOORS.items():
+        for module in found:
+            if within(module.name, door) or not any(within(module.name, a) for a in around):
+                continue
+            for name, line in imported(module):
+                target = internal(name, known)
+                if target is not None and any(within(target, b) for b in behind):
+                    problems[f"{module.name}:{line} imports {target}, behind {door}"] = None
+    return list(problems)
+
+
 # --- the package as it is -------------------------------------------------------------------
 
 
@@ -282,6 +312,10 @@ def test_the_pure_rules_read_no_clock_and_do_no_io() -> None:
 def test_no_scope_is_named_outside_the_policy() -> None:
     """A tool's scope is written in scopes.yaml alone (read by auth/scopes.py)."""
     assert scope_violations(modules()) == []
+
+
+def test_what_stands_behind_a_front_door_is_reached_only_through_it() -> None:
+    assert front_door_violations(modules()) == []
 
 
 # --- each check fails on a deliberate violation ---------------------------------------------
@@ -371,3 +405,21 @@ def test_the_scope_check_fails_on_a_scope_in_a_tool(tmp_path: Path) -> None:
     source = 'NEEDED = "memories:write"\n'
     [problem] = scope_violations(planted(tmp_path, {"mcp/tools/write.py": source}))
     assert problem.startswith("mcp.tools.write:1")
+
+
+@pytest.mark.parametrize(
+    ("where", "source"),
+    [
+        ("vault/http/inprocess.py", "from mcp_memoryrouter.vault.service import VaultService\n"),
+        ("vault/http/api.py", "from ..service import VaultService\n"),
+        ("vault/http/boundary.py", "from mcp_memoryrouter.vault import keyring\n"),
+        ("vault/http/render.py", "import mcp_memoryrouter.vault.store.base\n"),
+    ],
+)
+def test_the_front_door_check_fails_on_a_way_around_the_vaults_front(
+    tmp_path: Path, where: str, source: str
+) -> None:
+    problems = front_door_violations(planted(tmp_path, {where: source}))
+    planted_module = where.removesuffix(".py").replace("/", ".")
+    assert problems and all(p.startswith(planted_module + ":1 ") for p in problems), problems
+    assert not front_door_violations(planted(tmp_path, {"vault/http/front.py": source}))
