@@ -25,7 +25,12 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
 
-from mcp_memoryrouter.auth.claims import KEY_INFO_CLAIM, VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.claims import (
+    KEY_INFO_CLAIM,
+    VAULT_CLIENT_CLAIM,
+    VAULT_KEY_CLAIM,
+    VAULT_REF_CLAIM,
+)
 from mcp_memoryrouter.auth.resource import refuse_scope
 from mcp_memoryrouter.auth.scopes import (
     ABILITIES,
@@ -115,7 +120,10 @@ class Binder:
             ref = str(claims.get(VAULT_REF_CLAIM, ""))
             info = claims.get(KEY_INFO_CLAIM)
             held = info if isinstance(info, KeyInfo) else None
-            return self._binding(self._client.with_key(key), scopes, ref, held)
+            # a memory key's client comes admitted by the token check of this very request
+            admitted = claims.get(VAULT_CLIENT_CLAIM)
+            vault = admitted if isinstance(admitted, VaultClient) else self._client.with_key(key)
+            return self._binding(vault, scopes, ref, held)
         if self._default_key is None:
             raise ToolError("not authenticated: send a bearer token")
         if self._default is None:
