@@ -1,43 +1,52 @@
+"""The MCP server, embedded (vault and endpoint in one process) or as a proxy in front of a
+vault process of its own. Each module shares one of each, and each test gets a vault of its own
+on it (a new key): starting the vault process costs seconds, a vault costs a row. A test that
+reads the whole store rather than its vault is marked ``own_server`` and gets a server of its
+own."""
+
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from mcp_memoryrouter.app import create_server
-from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.vault.service import VaultService
-from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from tests.support import live_server
-from tests.support.mcp import McpServer, serve_process
+from tests.support.mcp import McpServer, embedded_at, proxy_at
+
+
+@pytest.fixture(scope="module")
+def shared_embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
+    with embedded_at(tmp_path_factory.mktemp("embedded")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shared_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
+    with proxy_at(tmp_path_factory.mktemp("proxy")) as server:
+        yield server
+
+
+def _own_vault(request: pytest.FixtureRequest, shared: str, tmp_path: Path) -> Iterator[McpServer]:
+    if request.node.get_closest_marker("own_server"):
+        start = embedded_at if shared == "shared_embedded" else proxy_at
+        with start(tmp_path) as server:
+            yield server
+        return
+    server: McpServer = request.getfixturevalue(shared)
+    yield replace(server, key=server.new_key())
 
 
 @pytest.fixture
-def embedded(tmp_path: Path) -> Iterator[McpServer]:
-    server = create_server(Settings(data_dir=tmp_path, embeddings="none"))
-    assert server.service is not None
-    service: VaultService = server.service
-    key, _ = service.create_vault()
-    with live_server(server.app, lifespan="on") as url:
-        yield McpServer(url + "/mcp", key, service)
+def embedded(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[McpServer]:
+    """The embedded server, with a vault of the test's own."""
+    yield from _own_vault(request, "shared_embedded", tmp_path)
 
 
 @pytest.fixture
-def proxy(tmp_path: Path) -> Iterator[McpServer]:
-    """The MCP server pointed at a separately started vault process."""
-    vault_dir = tmp_path / "vault"
-    with serve_process(vault_dir, MEMORYROUTER_EMBEDDINGS="none") as (vault_url, key):
-        assert key is not None
-        settings = Settings(data_dir=tmp_path / "mcp", api_url=vault_url, embeddings="none")
-        server = create_server(settings)
-        assert server.service is None
-        store = SQLiteStore(vault_dir / "vault.sqlite3")
-        service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
-        with live_server(server.app, lifespan="on") as url:
-            yield McpServer(url + "/mcp", key, service)
-        store.close()
+def proxy(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[McpServer]:
+    """The MCP server in front of a ``serve`` process, with a vault of the test's own."""
+    yield from _own_vault(request, "shared_proxy", tmp_path)
 
 
 @pytest.fixture(params=["embedded", "proxy"])

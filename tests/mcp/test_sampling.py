@@ -153,6 +153,7 @@ async def test_the_host_model_consolidates_three_batches_exactly_as_the_loop_wou
     assert len(consolidated) == out["memories_consolidated"]
 
 
+@pytest.mark.own_server  # leased() counts every vault's leases
 async def test_a_model_answering_garbage_commits_nothing(embedded: McpServer) -> None:
     key = embedded.new_key()
     fill(embedded, key)
@@ -170,6 +171,7 @@ async def test_a_model_answering_garbage_commits_nothing(embedded: McpServer) ->
     assert leased(embedded) > 0  # the batch waits for its lease to run out, as documented
 
 
+@pytest.mark.own_server  # leased() counts every vault's leases
 async def test_a_client_without_sampling_is_told_to_consolidate_itself(
     embedded: McpServer,
 ) -> None:
@@ -187,6 +189,7 @@ async def test_a_client_without_sampling_is_told_to_consolidate_itself(
     assert leased(embedded) == 0  # nothing was checked out
 
 
+@pytest.mark.own_server  # leased() counts every vault's leases
 async def test_stateless_http_on_2025_11_25_says_why_it_cannot_ask(embedded: McpServer) -> None:
     key = embedded.new_key()
     fill(embedded, key)

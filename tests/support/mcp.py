@@ -19,9 +19,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from mcp_memoryrouter.app import create_server
+from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from tests.support import free_port
+from tests.support import free_port, live_server
 
 Mode = Literal["auto", "legacy"]
 
@@ -128,3 +130,32 @@ def ok(result: CallToolResult) -> dict[str, Any]:
 
 def text_of(result: CallToolResult) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
+
+
+@contextmanager
+def embedded_at(data_dir: Path) -> Iterator[McpServer]:
+    """The whole server (vault, MCP endpoint) in this process, on a real loopback socket."""
+    server = create_server(Settings(data_dir=data_dir, embeddings="none"))
+    assert server.service is not None
+    service: VaultService = server.service
+    key, _ = service.create_vault()
+    with live_server(server.app, lifespan="on") as url:
+        yield McpServer(url + "/mcp", key, service)
+
+
+@contextmanager
+def proxy_at(folder: Path) -> Iterator[McpServer]:
+    """The MCP server pointed at a separately started vault process (``serve``)."""
+    vault_dir = folder / "vault"
+    with serve_process(vault_dir, MEMORYROUTER_EMBEDDINGS="none") as (vault_url, key):
+        assert key is not None
+        settings = Settings(data_dir=folder / "mcp", api_url=vault_url, embeddings="none")
+        server = create_server(settings)
+        assert server.service is None
+        store = SQLiteStore(vault_dir / "vault.sqlite3")
+        service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
+        try:
+            with live_server(server.app, lifespan="on") as url:
+                yield McpServer(url + "/mcp", key, service)
+        finally:
+            store.close()
