@@ -110,6 +110,13 @@ IO_LIBRARIES = ["sqlite3", "psycopg", "psycopg_pool", "httpx2", "socket", "subpr
 IO_LIBRARIES += ["fastapi", "starlette", "threading", "asyncio", "anyio", "time"]
 SCOPE_LITERAL = re.compile(r"memories:(read|write|reflect|delete)\b")
 POLICY_LOADER = "auth.scopes"  # reads scopes.yaml, and names the scopes it knows
+# The security headers of every HTML answer are written in one module (the explorer's, the
+# sign-in pages', the refusals' and the stylesheet's), never by a page of its own.
+HEADERS_MODULE = "pages.headers"
+SECURITY_HEADERS = {
+    *["content-security-policy", "x-frame-options", "x-content-type-options"],
+    *["referrer-policy", "cross-origin-opener-policy"],
+}
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "time_ns", "monotonic", "monotonic_ns"}
 
 
@@ -249,6 +256,22 @@ def purity_violations(found: list[Module]) -> list[str]:
     return problems
 
 
+def header_violations(found: list[Module]) -> list[str]:
+    return [
+        f"{module.name}:{node.lineno} sets {node.value!r}"
+        for module in found
+        if module.name != HEADERS_MODULE
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, (str, bytes))
+        and _text(node.value).lower() in SECURITY_HEADERS
+    ]
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
 def scope_violations(found: list[Module]) -> list[str]:
     return [
         f"{module.name}:{node.lineno} names {node.value!r}"
@@ -307,6 +330,10 @@ def test_only_composition_roots_read_the_environment() -> None:
 
 def test_the_pure_rules_read_no_clock_and_do_no_io() -> None:
     assert purity_violations(modules()) == []
+
+
+def test_security_headers_are_written_in_one_place() -> None:
+    assert header_violations(modules()) == []
 
 
 def test_no_scope_is_named_outside_the_policy() -> None:
@@ -399,6 +426,20 @@ def test_the_environment_check_fails_outside_a_composition_root(
 def test_the_purity_check_fails_on_a_clock_or_io_in_the_rules(tmp_path: Path, source: str) -> None:
     assert purity_violations(planted(tmp_path, {"vault/rules/leases.py": source}))
     assert not purity_violations(planted(tmp_path, {"vault/service.py": source}))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'HEADERS = {"X-Frame-Options": "DENY"}\n',
+        'RAW = [(b"content-security-policy", b"default-src \'none\'")]\n',
+        'response.headers["Referrer-Policy"] = "same-origin"\n',
+    ],
+)
+def test_the_header_check_fails_on_a_page_setting_its_own(tmp_path: Path, source: str) -> None:
+    [problem] = header_violations(planted(tmp_path, {"auth/pages.py": source}))
+    assert problem.startswith("auth.pages:1")
+    assert not header_violations(planted(tmp_path, {"pages/headers.py": source}))
 
 
 def test_the_scope_check_fails_on_a_scope_in_a_tool(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from html import escape
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -55,8 +54,8 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.pages.assets import STYLESHEET_PATH
 from mcp_memoryrouter.pages.assets import stylesheet as stylesheet_bytes
-from mcp_memoryrouter.pages.document import PRODUCT, document
-from mcp_memoryrouter.pages.headers import SIGN_IN_HEADERS
+from mcp_memoryrouter.pages.document import PRODUCT, alert, document, esc
+from mcp_memoryrouter.pages.headers import ASSET_HEADERS, SIGN_IN_HEADERS
 from mcp_memoryrouter.schemas import KeyInfo
 
 T = TypeVar("T")
@@ -114,17 +113,17 @@ KEY_ORIGIN = (
     "create</code>); whoever holds a key of the vault can make more. It starts with "
     "<code>mk_</code>."
 )
-ASSET_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
 STYLESHEET = stylesheet_bytes()
 UNREACHABLE = "The vault could not be reached. Try again."
 CONNECT_AGAIN = "Nothing was shared with the app. Start connecting again from your app."
 EXPLORER_AGAIN = "Sign in again from the explorer."
+SESSION_DAYS = SESSION_SECONDS // 86_400
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def page(title: str, body: str, status: int = 200, server: str | None = None) -> HTMLResponse:
     """A page in the explorer's look, naming the product and ``server`` (text), when known."""
-    named = f'<p class="who">{escape(server)}</p>' if server else ""
+    named = f'<p class="who">{esc(server)}</p>' if server else ""
     header = f'<header class="top"><p class="brand">{PRODUCT}</p>{named}</header>'
     html = document(
         title,
@@ -143,11 +142,11 @@ async def stylesheet(_: Request) -> Response:
 
 
 def error_text(message: str | None) -> str:
-    return f'<p class="error" role="alert">{escape(message)}</p>' if message else ""
+    return alert(message) if message else ""
 
 
 def hidden(request: PendingRequest) -> str:
-    return f'<input type="hidden" name="csrf" value="{escape(request.csrf)}">'
+    return f'<input type="hidden" name="csrf" value="{esc(request.csrf)}">'
 
 
 def client_words(pending: PendingRequest) -> str:
@@ -191,7 +190,7 @@ class Pages:
         self._vault = vault
         self._descriptions = descriptions
         self._server_name = server_name
-        self._server = escape(server_name)
+        self._server = esc(server_name)  # HTML
         self._cookies = Cookies.for_issuer(provider.issuer)
 
     def _page(self, title: str, body: str, status: int = 200) -> Response:
@@ -330,36 +329,7 @@ class Pages:
             return exc
 
     def _sign_in_page(self, pending: PendingRequest, message: str | None = None) -> Response:
-        if self._idps:
-            buttons = "".join(
-                f'<form method="post" action="{OIDC_START_PATH}">{hidden(pending)}'
-                f'<input type="hidden" name="provider" value="{escape(idp.key)}">'
-                f'<button type="submit">Continue with {escape(idp.name)}</button></form>'
-                for idp in self._idps.values()
-            )
-            body = (
-                f"<p>{client_words(pending)} wants to use your memory vault on "
-                f"<strong>{self._server}</strong>.</p>"
-                f'{error_text(message)}<div class="card">{buttons}'
-                '<p class="note">The first time, a memory vault of your own is made for you. '
-                f"This browser stays signed in for {SESSION_SECONDS // 86_400} days.</p></div>"
-            )
-            return self._page("Sign in", body, 200 if message is None else 400)
-        body = (
-            f"<p>{client_words(pending)} wants to use your memory vault on "
-            f"<strong>{self._server}</strong>.</p>"
-            "<p>Sign in with a memory key of that vault. It is checked, kept encrypted on this "
-            "server, and never shown again; this browser stays signed in for "
-            f"{SESSION_SECONDS // 86_400} days, until you revoke the key.</p>"
-            f"{error_text(message)}"
-            f'<form method="post" action="{SIGN_IN_PATH}" class="card">'
-            f"{hidden(pending)}"
-            '<label for="memory_key">Memory key</label>'
-            '<input id="memory_key" name="memory_key" type="password" autocomplete="off" '
-            'required aria-describedby="key-note" spellcheck="false">'
-            f'<p id="key-note" class="note">{KEY_ORIGIN}</p>'
-            '<button type="submit">Continue</button></form>'
-        )
+        body = sign_in_body(pending, self._server, tuple(self._idps.values()), message)
         return self._page("Sign in", body, 200 if message is None else 400)
 
     async def sign_in_post(self, request: Request) -> Response:
@@ -571,14 +541,7 @@ class Pages:
         )
         scopes = asked(pending.params["scopes"], pending.allowed, before, self._descriptions)
         step_up = any(one.new for one in scopes)
-        vault = f"<code>{escape(pending.vault_ref or '')}</code>"
-        lead = (
-            f"<p>It is connected to your memory vault {vault} on "
-            f"<strong>{self._server}</strong> already; what you allowed before stays ticked.</p>"
-            if step_up
-            else f"<p>{client_words(pending)} wants to use your memory vault {vault} on "
-            f"<strong>{self._server}</strong>.</p>"
-        )
+        lead = consent_lead(pending, self._server, step_up=step_up)
         form = answers(
             CONSENT_PATH,
             pending.csrf,
@@ -634,3 +597,67 @@ class Pages:
         response = RedirectResponse(location, status_code=303)
         self._cookies.clear_flow(response)
         return response
+
+
+# the pages' HTML: pure functions of what the pages know -------------------------------------
+
+
+def sign_in_body(
+    pending: PendingRequest,
+    server: str,
+    idps: Sequence[IdentityProvider],
+    message: str | None = None,
+) -> str:
+    """Who asks for the vault on ``server`` (HTML), then a button for each identity provider
+    (``idps``), or else the memory key's form; ``message``: why the last try failed."""
+    asking = (
+        f"<p>{client_words(pending)} wants to use your memory vault on "
+        f"<strong>{server}</strong>.</p>"
+    )
+    if idps:
+        return (
+            f'{asking}{error_text(message)}<div class="card">{provider_buttons(pending, idps)}'
+            '<p class="note">The first time, a memory vault of your own is made for you. '
+            f"This browser stays signed in for {SESSION_DAYS} days.</p></div>"
+        )
+    return (
+        f"{asking}<p>Sign in with a memory key of that vault. It is checked, kept encrypted on "
+        "this server, and never shown again; this browser stays signed in for "
+        f"{SESSION_DAYS} days, until you revoke the key.</p>"
+        f"{error_text(message)}{key_form(pending)}"
+    )
+
+
+def provider_buttons(pending: PendingRequest, idps: Sequence[IdentityProvider]) -> str:
+    return "".join(
+        f'<form method="post" action="{OIDC_START_PATH}">{hidden(pending)}'
+        f'<input type="hidden" name="provider" value="{esc(idp.key)}">'
+        f'<button type="submit">Continue with {esc(idp.name)}</button></form>'
+        for idp in idps
+    )
+
+
+def key_form(pending: PendingRequest) -> str:
+    return (
+        f'<form method="post" action="{SIGN_IN_PATH}" class="card">{hidden(pending)}'
+        '<label for="memory_key">Memory key</label>'
+        '<input id="memory_key" name="memory_key" type="password" autocomplete="off" '
+        'required aria-describedby="key-note" spellcheck="false">'
+        f'<p id="key-note" class="note">{KEY_ORIGIN}</p>'
+        '<button type="submit">Continue</button></form>'
+    )
+
+
+def consent_lead(pending: PendingRequest, server: str, *, step_up: bool) -> str:
+    """Who asks for which vault on ``server`` (HTML); at a step-up, that the app is
+    connected already."""
+    vault = f"<code>{esc(pending.vault_ref or '')}</code>"
+    if step_up:
+        return (
+            f"<p>It is connected to your memory vault {vault} on <strong>{server}</strong> "
+            "already; what you allowed before stays ticked.</p>"
+        )
+    return (
+        f"<p>{client_words(pending)} wants to use your memory vault {vault} on "
+        f"<strong>{server}</strong>.</p>"
+    )

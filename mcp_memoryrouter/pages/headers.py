@@ -45,6 +45,9 @@ def security_headers(csp: str, *, own_window: bool = False) -> dict[str, str]:
 EXPLORER_HEADERS = security_headers(EXPLORER_CSP, own_window=True)
 SIGN_IN_HEADERS = security_headers(SIGN_IN_CSP)
 REFUSAL_HEADERS = security_headers(REFUSAL_CSP)
+# the stylesheet the authorization server serves (the explorer's assets get the explorer's
+# headers): read as CSS only, and checked again before each use
+ASSET_HEADERS = {"cache-control": "no-cache", "x-content-type-options": "nosniff"}
 
 
 def raw(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:

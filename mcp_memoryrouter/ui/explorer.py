@@ -45,7 +45,6 @@ from mcp_memoryrouter.errors import (
     TransportFailure,
     Unauthorized,
 )
-from mcp_memoryrouter.pages.headers import EXPLORER_CSP as CSP
 from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS
 from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui import render, render_memory, render_overview, render_search, views
@@ -61,7 +60,7 @@ from mcp_memoryrouter.ui.writing import Writing
 
 T = TypeVar("T")
 
-__all__ = ["CSP", "Explorer"]
+__all__ = ["Explorer"]
 
 SESSION_COOKIE = "memoryrouter_ui"
 SIGN_IN_COOKIE = "memoryrouter_ui_signin"

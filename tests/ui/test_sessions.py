@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.ui.explorer import CSP
+from mcp_memoryrouter.pages.headers import EXPLORER_CSP as CSP
 from mcp_memoryrouter.ui.sessions import IDLE_SECONDS, LIFETIME_SECONDS, UI_DB_FILE
 from tests.support.oauth import OAuthServer, oauth_server_at
 from tests.support.ui import CSRF, api, csrf_of, signed_in, stats
