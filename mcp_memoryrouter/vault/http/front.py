@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -74,6 +75,9 @@ class VaultAPI:
         self.store_kind = store_kind
         self.max_body_bytes = max_body_bytes
         self.budgets = budgets
+        # Admission runs on the event loop and on worker threads alike: buckets in memory
+        # are taken from under this lock (buckets in the store, by one statement each).
+        self._taking = threading.Lock()
 
     # --- admission ---------------------------------------------------------------------
 
@@ -87,7 +91,7 @@ class VaultAPI:
         budgets = self.budgets
         if budgets is not None and call.path not in UNLIMITED_PATHS:
             who = caller(call.presented(), call.address)
-            refused = throttled(budgets, who, budgets.take(who))
+            refused = throttled(budgets, who, self._take(budgets, who))
             if refused is not None:
                 raise refused
         if call.size is not None and call.size > self.max_body_bytes:
@@ -97,6 +101,12 @@ class VaultAPI:
         if admitted is not None:
             return admitted
         return self._service.authenticate(call.presented())
+
+    def _take(self, budgets: Budgets, who: str) -> float | None:
+        if budgets.blocking:
+            return budgets.take(who)
+        with self._taking:
+            return budgets.take(who)
 
     def blocks(self, call: Call) -> bool:
         """Whether :meth:`admit` waits on I/O for ``call`` (a key looked up, a token taken
