@@ -56,17 +56,44 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     # the client side: the vault only over HTTP
     "client": (["client"], ["foundation", "schemas"]),
     "auth": (["auth"], ["foundation", "pages", "schemas", "client"]),
+    # auth/ by role, each on the scopes, claims, metadata and display above (the "auth" line):
+    # the state the authorization server and the explorer keep; the token check on /mcp; the
+    # identity providers' sign-in; the authorization server with its pages. The resource side
+    # and sign-in know nothing of the server, and no part reaches past another's entry
+    # (AUTH_ENTRIES below).
+    "auth state": (["auth.state"], ["foundation", "db", "schemas", "client", "auth"]),
+    "auth resource": (["auth.resource"], ["foundation", "pages", "schemas", "client", "auth"]),
+    "auth signin": (["auth.signin"], ["foundation", "schemas", "client", "auth"]),
+    "auth server": (
+        ["auth.server", "auth.pages"],
+        [
+            *["foundation", "db", "pages", "schemas", "client", "auth"],
+            *["auth state", "auth resource", "auth signin"],
+        ],
+    ),
     "reflect": (["reflect"], ["foundation", "schemas", "client"]),
     # memories moved in and out: a vault as JSONL, a chat history brought in
     "transfer": (["transfer"], ["foundation", "schemas", "client"]),
     # reflect_memories runs the consolidation loop's own steps with the host's model
-    "mcp": (["mcp"], ["foundation", "schemas", "client", "auth", "reflect"]),
+    "mcp": (["mcp"], ["foundation", "schemas", "client", "auth", "auth resource", "reflect"]),
     "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect", "transfer"]),
     # the chat proxy: provider calls with memory, the vault over HTTP like the MCP side
     "proxy": (["proxy"], ["foundation", "schemas", "client"]),
     # the explorer's pages: the vault over HTTP too; its sessions seal keys as auth does,
     # and its upload imports an export as the import command does (transfer)
-    "ui": (["ui"], ["foundation", "pages", "schemas", "client", "auth", "transfer"]),
+    "ui": (
+        ["ui"],
+        [
+            "foundation",
+            "pages",
+            "schemas",
+            "client",
+            "auth",
+            "auth state",
+            "auth server",
+            "transfer",
+        ],
+    ),
     # composition roots
     "startup": (["startup"], ["foundation"]),
     # the connections serve accepts: deadlines, a cap, the proxies trusted
@@ -75,6 +102,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         ["app"],
         [
             *["foundation", "schemas", "config", "client", "auth", "mcp", "proxy", "ui"],
+            *["auth state", "auth resource", "auth signin", "auth server"],
             *["service", "vault root", "metrics"],
         ],
     ),
@@ -85,6 +113,14 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
             *["vault root", "client", "reflect", "reflect cli", "startup", "edge", "app"],
         ],
     ),
+}
+# The parts of auth/ entered only through one module: (the entry, the modules inside the
+# part besides its own folder). A module outside a part imports the entry, never what is
+# behind it (the sign-in and consent pages are the server's own).
+AUTH_ENTRIES: dict[str, tuple[str, list[str]]] = {
+    "auth.resource": ("auth.resource", []),
+    "auth.signin": ("auth.signin", []),
+    "auth.server": ("auth.server.embedded", ["auth.pages"]),
 }
 # Where settings come from the environment; everything else is handed its values.
 ENVIRONMENT_READERS = ["config", "app", "vault.app", "cli", "commands", "reflect.cli"]
@@ -215,6 +251,19 @@ def layer_violations(found: list[Module]) -> list[str]:
     return list(problems)
 
 
+def entry_violations(found: list[Module]) -> list[str]:
+    known = {m.name for m in found}
+    problems: dict[str, None] = {}
+    for module in found:
+        for name, line in imported(module):
+            target = internal(name, known) if name != "<dynamic>" else None
+            for part, (entry, members) in AUTH_ENTRIES.items():
+                inside = any(within(module.name, m) for m in [part, *members])
+                if target and within(target, part) and target not in (part, entry) and not inside:
+                    problems[f"{module.name}:{line} imports {target} past {entry}"] = None
+    return list(problems)
+
+
 def environment_violations(found: list[Module]) -> list[str]:
     problems = []
     for module in found:
@@ -324,6 +373,10 @@ def test_every_module_belongs_to_a_layer_and_layers_stand_only_on_lower_ones() -
     assert layer_violations(modules()) == []
 
 
+def test_the_parts_of_auth_are_entered_only_through_their_entries() -> None:
+    assert entry_violations(modules()) == []
+
+
 def test_only_composition_roots_read_the_environment() -> None:
     assert environment_violations(modules()) == []
 
@@ -361,6 +414,9 @@ def planted(tmp_path: Path, files: dict[str, str]) -> list[Module]:
     return list(found.values())
 
 
+SERVER_IMPORT = "from mcp_memoryrouter.auth.server.provider import Lifetimes\n"
+
+
 @pytest.mark.parametrize(
     ("where", "source", "expected"),
     [
@@ -385,6 +441,16 @@ def planted(tmp_path: Path, files: dict[str, str]) -> list[Module]:
         ("pages/document.py", "from mcp_memoryrouter.auth.pages import page\n", "imports auth."),
         ("pages/headers.py", "from mcp_memoryrouter.ui import render\n", "imports ui.render"),
         ("pages/document.py", "from mcp_memoryrouter import schemas\n", "imports schemas"),
+        # auth/ by role: the resource side and sign-in know nothing of the server, the state
+        # nothing of any role, the resource side nothing of the state, the base nothing above
+        ("auth/resource/challenge.py", SERVER_IMPORT, "imports auth.server.provider"),
+        ("auth/signin/oidc.py", "from ..server import embedded\n", "imports auth.server.embedded"),
+        ("auth/state/store.py", "from ..server.signing import Signer\n", "auth.server.signing"),
+        ("auth/state/sealing.py", "from ..resource import protect\n", "imports auth.resource"),
+        ("auth/resource/memory_keys.py", "from ..state import store\n", "auth.state.store"),
+        ("auth/scopes.py", "from mcp_memoryrouter.auth.signin import Identity\n", "auth.signin"),
+        ("mcp/binding.py", SERVER_IMPORT, "imports auth.server.provider"),
+        ("ui/explorer.py", "from mcp_memoryrouter.auth import resource\n", "auth.resource"),
     ],
 )
 def test_the_layer_check_fails_on_an_upward_or_sideways_import(
@@ -394,6 +460,27 @@ def test_the_layer_check_fails_on_an_upward_or_sideways_import(
     planted_module = where.removesuffix(".py").replace("/", ".")
     assert problems and all(p.startswith(planted_module + ":") for p in problems)
     assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        ("app.py", SERVER_IMPORT, "auth.server.provider past auth.server.embedded"),
+        ("auth/server/grants.py", "from ..resource import memory_keys\n", "past auth.resource"),
+        ("auth/server/embedded.py", "from ..signin.oidc import Identity\n", "past auth.signin"),
+        ("ui/explorer.py", "from mcp_memoryrouter.auth.server import provider\n", "provider past"),
+    ],
+)
+def test_the_entry_check_fails_on_an_import_past_an_entry(
+    tmp_path: Path, where: str, source: str, expected: str
+) -> None:
+    problems = entry_violations(planted(tmp_path, {where: source}))
+    planted_module = where.removesuffix(".py").replace("/", ".")
+    assert problems and all(p.startswith(planted_module + ":") for p in problems)
+    assert any(expected in p for p in problems), problems
+    # inside a part, and from the server's own pages, the modules behind the entry are open
+    assert not entry_violations(planted(tmp_path, {"auth/pages.py": SERVER_IMPORT}))
+    assert not entry_violations(planted(tmp_path, {"auth/server/grants.py": SERVER_IMPORT}))
 
 
 @pytest.mark.parametrize(
