@@ -5,7 +5,6 @@ another component's migrations in the same PostgreSQL database are recorded apar
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from importlib import resources
 from pathlib import Path
