@@ -4,10 +4,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from tests import pg
-from tests.support import AnyStore, StoreFactory, Vault, make_vault, markers, sqlite_store
+from tests.support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    AnyStore,
+    StoreFactory,
+    Vault,
+    make_vault,
+    markers,
+    sqlite_store,
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -61,6 +71,21 @@ def vault(tmp_path: Path, new_store: StoreFactory) -> Iterator[Vault]:
     yield v
     v.http.close()
     v.store.close()
+
+
+# One Chromium per module: Playwright's event loop runs while it is open, and the tests of
+# other modules run their own.
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """Debian's chromium, driven by Playwright; skipped where it is absent."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's /usr/bin/chromium (.ci/run installs it)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
 @pytest.fixture

@@ -4,13 +4,12 @@ the app asked for on the consent page, and the token it gets lacks that scope. S
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Request, Route, sync_playwright
+from playwright.sync_api import Browser, Request, Route
 
-from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support import CHROMIUM
 from tests.support.oauth import (
     REDIRECT_URI,
     OAuthServer,
@@ -24,18 +23,8 @@ from tests.support.oauth import (
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's /usr/bin/chromium")
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 def test_a_browser_signs_in_unticks_delete_and_the_token_lacks_it(
-    oauth_server: OAuthServer, browser: Browser
+    oauth_server: OAuthServer, chromium: Browser
 ) -> None:
     client_id = register(oauth_server)
     verifier, challenge = pkce()
@@ -48,7 +37,7 @@ def test_a_browser_signs_in_unticks_delete_and_the_token_lacks_it(
         callbacks.append(route.request.url)
         route.fulfill(status=200, content_type="text/plain", body="connected")
 
-    page = browser.new_page()
+    page = chromium.new_page()
     page.route(REDIRECT_URI.rsplit("/", 1)[0] + "/**", callback)
     page.goto(url)
     assert page.title() == "Sign in · MemoryRouter"
@@ -77,7 +66,7 @@ def test_a_browser_signs_in_unticks_delete_and_the_token_lacks_it(
 
 
 def test_the_pages_own_forms_are_posted_with_this_servers_origin(
-    oauth_server: OAuthServer, browser: Browser
+    oauth_server: OAuthServer, chromium: Browser
 ) -> None:
     """The origin check refuses "Origin: null", which a browser sends on a form post from a
     page served with ``Referrer-Policy: no-referrer``: the pages' own posts must pass it."""
@@ -89,7 +78,7 @@ def test_the_pages_own_forms_are_posted_with_this_servers_origin(
         if request.method == "POST":
             posts.append((urlsplit(request.url).path, request.headers.get("origin")))
 
-    page = browser.new_page()
+    page = chromium.new_page()
     page.on("request", posted)
     page.route(REDIRECT_URI.rsplit("/", 1)[0] + "/**", lambda route: route.fulfill(body="ok"))
     page.goto(authorize_url(oauth_server, client_id, challenge))

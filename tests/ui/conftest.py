@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, sync_playwright
+from playwright.sync_api import Browser, BrowserContext
 
-from tests.support import CHROMIUM, CHROMIUM_ARGS
 from tests.support.oauth import OAuthServer, oauth_server_at
 from tests.support.ui import (
     DESKTOP,
@@ -31,22 +30,10 @@ def seeded(server: OAuthServer) -> Seeded:
     return seed(server, server.key)
 
 
-# One browser per module: Playwright's event loop runs while it is open, and the tests of
-# other modules run their own.
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 @pytest.fixture
-def context(browser: Browser) -> Iterator[BrowserContext]:
+def context(chromium: Browser) -> Iterator[BrowserContext]:
     # Nothing may load from outside the server: every other request is recorded and refused.
-    made = browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
+    made = chromium.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
     try:
         yield made
     finally:

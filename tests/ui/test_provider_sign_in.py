@@ -40,10 +40,10 @@ def served_cross_site(tmp_path: Path) -> Iterator[tuple[OAuthServer, Idp]]:
 
 
 def test_a_person_signs_in_to_the_explorer_at_a_provider_on_another_site(
-    tmp_path: Path, browser: Browser
+    tmp_path: Path, chromium: Browser
 ) -> None:
     with served_cross_site(tmp_path) as (server, idp):
-        context = browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
+        context = chromium.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
         try:
             page = context.new_page()
             page.goto(server.base + "/ui/timeline")
