@@ -18,6 +18,7 @@ from tests.support import (
     markers,
     sqlite_store,
 )
+from tests.support.oauth import OAuthServer, oauth_server_at
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -86,6 +87,13 @@ def chromium() -> Iterator[Browser]:
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture
+def oauth_server(tmp_path: Path) -> Iterator[OAuthServer]:
+    """The whole server with its authorization server, of the test's own, on loopback."""
+    with oauth_server_at(tmp_path) as server:
+        yield server
 
 
 @pytest.fixture

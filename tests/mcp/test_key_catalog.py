@@ -5,7 +5,7 @@ Each through the SDK's own client, over a real server on loopback (and stdio).""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_REQUEST, CallToolResult
 
 from tests.support.mcp import McpServer, stdio_server
-from tests.support.oauth import OAuthServer, grant_tokens, oauth_server_at
+from tests.support.oauth import OAuthServer, grant_tokens
 
 pytestmark = pytest.mark.anyio
 
@@ -113,12 +113,6 @@ async def test_a_read_with_a_key_in_write_mode_says_to_drop_the_suffix(
     assert ":write" in text_of(refused)
     assert unread.value.error.code == INVALID_REQUEST
     assert ":write" in unread.value.error.message
-
-
-@pytest.fixture
-def oauth_server(tmp_path: Path) -> Iterator[OAuthServer]:
-    with oauth_server_at(tmp_path) as server:
-        yield server
 
 
 @asynccontextmanager

@@ -14,7 +14,6 @@ from tests.support.oauth import (
     OAuthServer,
     authorize_url,
     grant_tokens,
-    oauth_server_at,
     pkce,
     register,
 )
@@ -27,12 +26,6 @@ REGISTRATION = {
     "token_endpoint_auth_method": "none",
 }
 BAD_TOKEN_REQUEST = {"grant_type": "authorization_code", "client_id": "nobody", "code": "c"}
-
-
-@pytest.fixture
-def oauth_server(tmp_path: Path) -> Iterator[OAuthServer]:
-    with oauth_server_at(tmp_path) as server:
-        yield server
 
 
 def assert_rate_limited_json(response: httpx2.Response) -> int:

@@ -6,12 +6,11 @@ page in the same browser. Skipped only where /usr/bin/chromium or axe-core is ab
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext
 
-from tests.support.oauth import OAuthServer, oauth_server_at
+from tests.support.oauth import OAuthServer
 from tests.support.ui import (
     DESKTOP,
     Seeded,
@@ -20,9 +19,9 @@ from tests.support.ui import (
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[OAuthServer]:
-    with oauth_server_at(tmp_path) as running:
-        yield running
+def server(oauth_server: OAuthServer) -> OAuthServer:
+    """The explorer's tests call the authorization server ``server``."""
+    return oauth_server
 
 
 @pytest.fixture
