@@ -27,7 +27,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
         [
             *["", "errors", "limits", "tokens", "private", "asgi", "ratelimit", "forwarding"],
-            "accesslog",
+            *["accesslog", "abilities"],
         ],
         [],
     ),
@@ -126,6 +126,7 @@ AUTH_ENTRIES: dict[str, tuple[str, list[str]]] = {
 ENVIRONMENT_READERS = ["config", "app", "vault.app", "cli", "commands", "reflect.cli"]
 # The pure rules: time comes in as an argument, and nothing here touches the outside.
 PURE = [
+    "abilities",
     "vault.rules",
     "vault.search.ranking",
     "proxy.formats",

@@ -24,6 +24,7 @@ from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from mcp_memoryrouter.abilities import abilities
 from mcp_memoryrouter.asgi import foreign_origin
 from mcp_memoryrouter.auth.display import return_host, shown, visible
 from mcp_memoryrouter.auth.resource import key_info_or_none
@@ -488,7 +489,7 @@ class Pages:
         key = self._provider.unseal(sealed)
         if key is None:
             raise SealedElsewhere
-        read_only = info.read_only or info.mode == "read"
+        read_only = not abilities(info.read_only, info.mode).writes
         signed_in = IdentitySignedIn(info.vault, key, read_only, next_path)
         response = await self.explorer_signed_in(signed_in)
         self._cookies.clear_explorer_login(response)

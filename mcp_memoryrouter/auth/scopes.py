@@ -10,6 +10,7 @@ from typing import Literal
 
 import yaml
 
+from mcp_memoryrouter.abilities import abilities
 from mcp_memoryrouter.errors import StartupError
 
 Scope = Literal["memories:read", "memories:write", "memories:reflect", "memories:delete"]
@@ -23,8 +24,9 @@ ALL_SCOPES: tuple[Scope, ...] = (
 # metadata, an authorization request naming no scope): ordinary use. memories:delete is asked
 # for when a tool needs it, through the 403 insufficient_scope step-up.
 FIRST_CONNECTION_SCOPES: tuple[Scope, ...] = ("memories:read", "memories:write", "memories:reflect")
-# What the consent page calls each scope, in words a person reads as "this app may …" and
-# "… now asks to …"; scopes.yaml's description says the detail beneath.
+# What each scope lets a caller do, in words a person reads: on the consent page as "this app
+# may …" and "… now asks to …" (scopes.yaml's description says the detail beneath), and in a
+# refusal as "… so it cannot …" (:func:`ability`).
 SCOPE_WORDS: dict[Scope, str] = {
     "memories:read": "Read your memories",
     "memories:write": "Store new memories",
@@ -99,17 +101,15 @@ def load_policy(path: Path | None = None) -> ScopePolicy:
 def scopes_for_key(read_only: bool, mode: str) -> frozenset[Scope]:
     """What a memory key presented as a bearer token may do over MCP: exactly what the vault
     lets it do, so a tool it cannot use is not listed to it and is refused before dispatch
-    (a tool error saying why: a key cannot step up), where REST refuses it. Reading needs
-    mode full or read; writing and deleting a key that is not read-only, in mode full or
-    write; consolidation (texts out, reflections in) both."""
-    reads = mode in ("full", "read")
-    writes = not read_only and mode in ("full", "write")
+    (a tool error saying why: a key cannot step up), where REST refuses it (the rule is
+    ``abilities.py``'s): reading, writing and deleting, consolidation when it does both."""
+    may = abilities(read_only, mode)
     scopes: set[Scope] = set()
-    if reads:
+    if may.reads:
         scopes.add("memories:read")
-    if writes:
+    if may.writes:
         scopes.update(("memories:write", "memories:delete"))
-    if reads and writes:
+    if may.full:
         scopes.add("memories:reflect")
     return frozenset(scopes)
 
@@ -123,10 +123,9 @@ TOOL_HINTS: dict[Scope, tuple[bool, bool]] = {
     "memories:reflect": (False, False),
     "memories:delete": (False, True),
 }
-# What a call that needs each scope does, in the words of a refusal ("… so it cannot …")
-ABILITIES: dict[Scope, str] = {
-    "memories:read": "search or read memories",
-    "memories:write": "store memories",
-    "memories:reflect": "consolidate memories",
-    "memories:delete": "delete memories",
-}
+
+
+def ability(scope: Scope) -> str:
+    """What a call that needs ``scope`` does, in the words of a refusal ("… so it cannot
+    read your memories"): the consent page's words for it, as a phrase."""
+    return SCOPE_WORDS[scope].lower()

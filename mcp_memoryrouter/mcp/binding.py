@@ -33,11 +33,11 @@ from mcp_memoryrouter.auth.claims import (
 )
 from mcp_memoryrouter.auth.resource import refuse_scope
 from mcp_memoryrouter.auth.scopes import (
-    ABILITIES,
     ALL_SCOPES,
     TOOL_HINTS,
     Scope,
     ScopePolicy,
+    ability,
     scopes_for_key,
 )
 from mcp_memoryrouter.client import VaultClient
@@ -143,7 +143,7 @@ class Binder:
 
 def key_refusal(key: KeyInfo, needed: Scope) -> str:
     """Why a memory key may not make a call that needs ``needed``, and what to use instead."""
-    what = ABILITIES[needed]
+    what = ability(needed)
     reads_only = TOOL_HINTS[needed][0]
     if key.read_only and not reads_only:
         return (

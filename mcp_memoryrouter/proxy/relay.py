@@ -46,6 +46,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.abilities import abilities
 from mcp_memoryrouter.asgi import error_response, read_body
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import (
@@ -378,7 +379,7 @@ class ChatProxy:
         elif chosen.mode == "off" or info.mode == "off":
             report.status = "off"
         else:
-            call.stores = chosen.stores and not info.read_only and info.mode in ("full", "write")
+            call.stores = chosen.stores and abilities(info.read_only, info.mode).writes
             if isinstance(prepared, Forbidden):
                 pass  # the key's mode does not retrieve (mk_…:write)
             elif isinstance(prepared, MemoryRouterError):

@@ -32,6 +32,7 @@ from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
+from mcp_memoryrouter.abilities import abilities
 from mcp_memoryrouter.asgi import read_body
 from mcp_memoryrouter.auth.pages import ExplorerIdentity, IdentitySignedIn
 from mcp_memoryrouter.auth.state.database import off_loop
@@ -393,7 +394,7 @@ class Explorer:
         if earlier:
             # a new sign-in replaces this browser's session
             await self._db(partial(self._sessions.end, earlier))
-        read_only = info.read_only or info.mode == "read"
+        read_only = not abilities(info.read_only, info.mode).writes
         session = await self._db(
             partial(self._sessions.start, info.vault, key, read_only, self._clock())
         )
@@ -445,7 +446,7 @@ class Explorer:
             if error.status >= 500:
                 raise Refusal("The vault could not answer. Try again in a moment.", 503) from None
             raise Refusal(error.message, error.status) from None
-        if info.mode in ("write", "off"):
+        if not abilities(info.read_only, info.mode).reads:
             raise Refusal(
                 f"This key's mode ({info.mode}) cannot read memories. Sign in with the key "
                 "without its mode suffix.",

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from mcp_memoryrouter import schemas
+from mcp_memoryrouter.abilities import abilities
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.store import AuthStore, Connection
 from mcp_memoryrouter.client import VaultClient
@@ -173,7 +174,7 @@ class Tidying:
         if not client_id:
             return await self._page(session, error="Choose an app to disconnect.", status=400)
         info = await self._client(session).key_info()  # the key still opens this vault
-        if info.vault != session.vault_ref or info.read_only or info.mode != "full":
+        if info.vault != session.vault_ref or not abilities(info.read_only, info.mode).full:
             raise Forbidden("This key cannot disconnect apps from this vault.")
         work = partial(store.disconnect, session.vault_ref, client_id)
         if not await off_loop(store.remote, work):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from mcp_memoryrouter.abilities import abilities
 from mcp_memoryrouter.errors import Forbidden, Unauthorized
 from mcp_memoryrouter.vault.rules.domain import KeyRecord, Writer
 
@@ -49,11 +50,11 @@ class Access:
 
     @property
     def can_read(self) -> bool:
-        return self.mode in ("full", "read")
+        return abilities(self.read_only, self.mode).reads
 
     @property
     def can_write(self) -> bool:
-        return not self.read_only and self.mode in ("full", "write")
+        return abilities(self.read_only, self.mode).writes
 
     def require_read(self) -> None:
         if not self.can_read:
