@@ -123,7 +123,7 @@ class Databases:
         with psycopg.connect(url, autocommit=True) as conn:
             tables = conn.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-                "AND tablename <> 'schema_migrations'"
+                "AND tablename NOT LIKE '%schema_migrations'"
             ).fetchall()
             indexes = conn.execute(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "

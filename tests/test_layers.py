@@ -85,6 +85,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         ["ui"],
         [
             "foundation",
+            "db",
             "pages",
             "schemas",
             "client",
@@ -145,6 +146,12 @@ PURE = [
 ]
 IO_LIBRARIES = ["sqlite3", "psycopg", "psycopg_pool", "httpx2", "socket", "subprocess", "os"]
 IO_LIBRARIES += ["fastapi", "starlette", "threading", "asyncio", "anyio", "time"]
+# The database drivers: imported by the connection layer (db), and by the vault's store for
+# what only one database does (its errors, SQL composition, FTS5); nothing else imports them,
+# and only the connection layer opens a connection or a pool.
+DRIVERS = ["sqlite3", "psycopg", "psycopg_pool"]
+DRIVER_USERS = ["db", "vault.store"]
+OPENERS = {"connect", "ConnectionPool", "AsyncConnectionPool", "NullConnectionPool"}
 SCOPE_LITERAL = re.compile(r"memories:(read|write|reflect|delete)\b")
 POLICY_LOADER = "auth.scopes"  # reads scopes.yaml, and names the scopes it knows
 # The security headers of every HTML answer are written in one module (the explorer's, the
@@ -306,6 +313,35 @@ def purity_violations(found: list[Module]) -> list[str]:
     return problems
 
 
+def _opens(func: ast.expr) -> bool:
+    """A call of a driver's ``connect`` (``sqlite3.connect``, ``psycopg.Connection.connect``)
+    or of a pool class."""
+    if isinstance(func, ast.Name):
+        return func.id in OPENERS - {"connect"}
+    if not isinstance(func, ast.Attribute) or func.attr not in OPENERS:
+        return False
+    if func.attr != "connect":
+        return True
+    owner = ast.unparse(func.value)
+    return owner.split(".")[0] in DRIVERS or owner.endswith("Connection")
+
+
+def database_violations(found: list[Module]) -> list[str]:
+    problems = []
+    for module in found:
+        if within(module.name, "db"):
+            continue
+        may_import = any(within(module.name, user) for user in DRIVER_USERS)
+        for name, line in imported(module):
+            driver = any(within(name, library) for library in DRIVERS)
+            if driver and (not may_import or name.rsplit(".", 1)[-1] in OPENERS):
+                problems.append(f"{module.name}:{line} imports {name}")
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Call) and _opens(node.func):
+                problems.append(f"{module.name}:{node.lineno} opens a database connection")
+    return problems
+
+
 def header_violations(found: list[Module]) -> list[str]:
     return [
         f"{module.name}:{node.lineno} sets {node.value!r}"
@@ -384,6 +420,12 @@ def test_only_composition_roots_read_the_environment() -> None:
 
 def test_the_pure_rules_read_no_clock_and_do_no_io() -> None:
     assert purity_violations(modules()) == []
+
+
+def test_only_the_connection_layer_opens_databases() -> None:
+    """One connection layer (db/) for everything the server stores: only it and the vault's
+    store import a database driver, and only it opens a connection or a pool."""
+    assert database_violations(modules()) == []
 
 
 def test_security_headers_are_written_in_one_place() -> None:
@@ -514,6 +556,34 @@ def test_the_environment_check_fails_outside_a_composition_root(
 def test_the_purity_check_fails_on_a_clock_or_io_in_the_rules(tmp_path: Path, source: str) -> None:
     assert purity_violations(planted(tmp_path, {"vault/rules/leases.py": source}))
     assert not purity_violations(planted(tmp_path, {"vault/service.py": source}))
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        ("ui/sessions.py", "import sqlite3\n", "imports sqlite3"),
+        ("auth/state/store.py", "from psycopg_pool import ConnectionPool\n", "imports psycopg"),
+        ("vault/store/sqlite/store.py", "import sqlite3\nsqlite3.connect('x')\n", "opens"),
+        ("vault/store/postgres/store.py", "import psycopg\npsycopg.connect('x')\n", "opens"),
+        (
+            "vault/store/postgres/store.py",
+            "import psycopg\npsycopg.Connection.connect('x')\n",
+            "opens",
+        ),
+        (
+            "vault/store/postgres/store.py",
+            "import psycopg_pool\npsycopg_pool.ConnectionPool('x')\n",
+            "opens",
+        ),
+        ("vault/store/sqlite/store.py", "from sqlite3 import connect\n", "imports sqlite3.connect"),
+    ],
+)
+def test_the_database_check_fails_outside_the_connection_layer(
+    tmp_path: Path, where: str, source: str, expected: str
+) -> None:
+    problems = database_violations(planted(tmp_path, {where: source}))
+    assert problems and any(expected in p for p in problems), problems
+    assert not database_violations(planted(tmp_path, {"db/sqlite.py": source}))
 
 
 @pytest.mark.parametrize(

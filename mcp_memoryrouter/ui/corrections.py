@@ -4,8 +4,9 @@ A correction is a new memory, stored through ingest like any other; nothing is e
 place. Its text says what it corrects (for whoever reads it: a model, an export), and this
 table keeps the link between the two ids, so the corrected memory's page can say "corrected
 by" and link to it. The table lives beside the explorer's sessions (``ui.sqlite3``, or the
-shared PostgreSQL); it holds ids only, every row bound to a vault, and a page shows a link
-only when the vault still answers the id with the session's key.
+shared PostgreSQL; made by ``ui/migrations``); it holds ids only, every row bound to a
+vault, and a page shows a link only when the vault still answers the id with the session's
+key.
 """
 
 from __future__ import annotations
@@ -14,16 +15,6 @@ from collections.abc import Sequence
 
 from mcp_memoryrouter.auth.state.database import Database
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS ui_corrections (
-    vault_ref TEXT NOT NULL,
-    corrected TEXT NOT NULL,
-    correction TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (vault_ref, corrected, correction)
-);
-CREATE INDEX IF NOT EXISTS ui_corrections_by ON ui_corrections (vault_ref, correction);
-"""
 MAX_SHOWN = 20  # links a page shows, newest first
 
 

@@ -1,6 +1,7 @@
 """The explorer's server-side sessions, in their own SQLite file in the data directory (0600),
 or in the table ``ui_sessions`` of the shared PostgreSQL when replicas serve the explorer (a
-session made on one works on every other; ``auth/state/database.py``).
+session made on one works on every other; ``auth/state/database.py``). The tables are made
+by ``ui/migrations``.
 
 A person signs in with a memory key once; the browser then holds only a random secret in an
 HttpOnly, SameSite=Strict cookie. The server keeps the secret's SHA-256 digest, the vault it
@@ -21,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_memoryrouter.auth.state.database import Database, PostgresPool, SqliteDatabase
+from mcp_memoryrouter.auth.state.database import Database, PostgresPool
 from mcp_memoryrouter.auth.state.sealing import SealedElsewhere, Sealer
-from mcp_memoryrouter.ui import corrections
+from mcp_memoryrouter.db.migrations import Migrations
 from mcp_memoryrouter.ui.corrections import Corrections
 
 UI_DB_FILE = "ui.sqlite3"
@@ -32,20 +33,8 @@ LIFETIME_SECONDS = 7 * 86_400
 # last_seen is written at most this often, so reading pages is not a write per request
 TOUCH_SECONDS = 60
 
-SESSIONS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ui_sessions (
-    digest TEXT PRIMARY KEY,
-    vault_ref TEXT NOT NULL,
-    sealed_key TEXT NOT NULL,
-    read_only INTEGER NOT NULL,
-    csrf TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    last_seen REAL NOT NULL,
-    shown_once TEXT
-);
-"""
-# the sessions, and the links the explorer keeps beside them
-SCHEMA = SESSIONS_SCHEMA + corrections.SCHEMA
+# the sessions, and the links the explorer keeps beside them (corrections)
+MIGRATIONS = Migrations.of("mcp_memoryrouter.ui.migrations", record="ui_schema_migrations")
 
 
 def _digest(secret: str) -> str:
@@ -72,7 +61,7 @@ class UiSessions:
     ) -> None:
         self._sealer = sealer
         if isinstance(path_or_db, Path):
-            sqlite = SqliteDatabase(path_or_db, SCHEMA)
+            sqlite = Database.sqlite(path_or_db, MIGRATIONS)
             self._db: Database = sqlite
             self._close = sqlite.close
         else:
@@ -85,9 +74,9 @@ class UiSessions:
 
     @classmethod
     def postgres(cls, pool: PostgresPool, sealer: Sealer) -> UiSessions:
-        """The table in the shared database (created if missing); the pool stays its
-        owner's to close."""
-        return cls(pool.database(SCHEMA, prefix=""), sealer)
+        """The tables in the shared database, migrated; the pool stays its owner's to
+        close."""
+        return cls(pool.database(MIGRATIONS), sealer)
 
     def close(self) -> None:
         self._close()

@@ -120,7 +120,7 @@ async def test_the_session_cookie_is_httponly_lax_for_30_days_and_its_secret_sto
     assert "max-age=2592000" in header.lower() and "samesite=lax" in header.lower()
     assert "secure" not in attributes  # a loopback http issuer: a development server
     with sqlite3.connect(_auth_path(oauth_server)) as db:
-        rows = db.execute("SELECT * FROM sessions").fetchall()
+        rows = db.execute("SELECT * FROM oauth_sessions").fetchall()
     [row] = rows
     assert hashlib.sha256(secret.encode()).hexdigest() in row
     assert not any(secret in str(value) for value in row)
@@ -273,7 +273,7 @@ async def test_a_pending_request_known_to_another_browser_gives_it_nothing_usabl
     )
     consent_url = str(posted.url.join(posted.headers["location"]))
     with sqlite3.connect(_auth_path(oauth_server)) as db:
-        [(request_id,)] = db.execute("SELECT id FROM requests").fetchall()
+        [(request_id,)] = db.execute("SELECT id FROM oauth_requests").fetchall()
     victims_form = read_form((await victim.http.get(consent_url)).text)
     async with httpx2.AsyncClient() as attacker:
         attacker.cookies.set("memoryrouter_flow", request_id, path="/oauth")
@@ -314,7 +314,7 @@ async def test_no_url_a_browser_visits_names_its_pending_request(
     started = await browser.get(authorize_url(oauth_server, client_id, challenge))
     flow = browser.http.cookies["memoryrouter_flow"]
     with sqlite3.connect(_auth_path(oauth_server)) as db:
-        [(request_id,)] = db.execute("SELECT id FROM requests").fetchall()
+        [(request_id,)] = db.execute("SELECT id FROM oauth_requests").fetchall()
     page = await browser.get(started.headers["location"])
     await browser.post(
         str(page.url), {**read_form(page.text).fields, "memory_key": oauth_server.key}

@@ -51,7 +51,9 @@ BELONGS_TO = {
 }
 # Tables (and views) that hold no vault's rows, and why.
 NOT_VAULT_DATA = {
-    "schema_migrations": "PostgreSQL's record of the migrations applied",
+    "schema_migrations": "PostgreSQL's record of the vault's migrations applied",
+    "oauth_schema_migrations": "PostgreSQL's record of the authorization server's migrations",
+    "ui_schema_migrations": "PostgreSQL's record of the explorer's migrations",
     "memories_fts": "SQLite's FTS5 index, kept by triggers on the memories it indexes",
     "memories_fts_data": "a shadow table of SQLite's FTS5 index",
     "memories_fts_idx": "a shadow table of SQLite's FTS5 index",

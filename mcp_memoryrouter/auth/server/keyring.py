@@ -34,19 +34,12 @@ from joserfc.jwk import ECKey, KeySet
 
 from mcp_memoryrouter import limits
 from mcp_memoryrouter.auth.server.signing import new_key, public_half, sign_with, verify_with
-from mcp_memoryrouter.auth.state.database import PostgresDatabase, PostgresPool
+from mcp_memoryrouter.auth.state.database import AUTH_MIGRATIONS, Database, PostgresPool
 from mcp_memoryrouter.auth.state.sealing import Sealer
 from mcp_memoryrouter.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS {p}signing_keys (
-    kid TEXT PRIMARY KEY,
-    sealed_jwk TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-"""
 DIFFERENT_SEALING_KEY = (
     "the shared OAuth signing key is sealed with another sealing key: give every replica the "
     "same one (MEMORYROUTER_SEALING_KEY_FILE or MEMORYROUTER_SEALING_KEY)"
@@ -66,7 +59,7 @@ class KeyRing:
 
     def __init__(
         self,
-        db: PostgresDatabase,
+        db: Database,
         sealer: Sealer,
         *,
         signing_seconds: float,
@@ -83,7 +76,7 @@ class KeyRing:
         self._loaded_at = -math.inf
         self._unknown_at = -math.inf
         newest = self._db.one(
-            "SELECT sealed_jwk FROM {p}signing_keys ORDER BY created_at DESC LIMIT 1"
+            "SELECT sealed_jwk FROM oauth_signing_keys ORDER BY created_at DESC LIMIT 1"
         )
         if newest is not None and self._sealer.unseal(newest["sealed_jwk"]) is None:
             raise ConfigError(DIFFERENT_SEALING_KEY)
@@ -100,7 +93,7 @@ class KeyRing:
         clock: Callable[[], float] = time.time,
     ) -> KeyRing:
         return cls(
-            pool.database(SCHEMA),
+            pool.database(AUTH_MIGRATIONS),  # the table is one of the authorization server's
             sealer,
             signing_seconds=signing_seconds,
             access_seconds=access_seconds,
@@ -165,7 +158,7 @@ class KeyRing:
 
     def _read(self, now: float) -> list[_Key]:
         rows = self._db.all(
-            "SELECT kid, sealed_jwk, created_at FROM {p}signing_keys WHERE created_at > ? "
+            "SELECT kid, sealed_jwk, created_at FROM oauth_signing_keys WHERE created_at > ? "
             "ORDER BY created_at",
             now - self._published,
         )
@@ -182,10 +175,11 @@ class KeyRing:
         with self._db.atomic() as tx:
             tx.lock(_ROTATION_LOCK)
             if tx.one(
-                "SELECT kid FROM {p}signing_keys WHERE created_at > ? LIMIT 1", now - self._signing
+                "SELECT kid FROM oauth_signing_keys WHERE created_at > ? LIMIT 1",
+                now - self._signing,
             ):
                 return  # another replica made it while we waited
             key = new_key()
             sealed = self._sealer.seal(json.dumps(key.as_dict(private=True)))
-            tx.run("INSERT INTO {p}signing_keys VALUES (?, ?, ?)", str(key.kid), sealed, now)
-            tx.run("DELETE FROM {p}signing_keys WHERE created_at <= ?", now - self._published)
+            tx.run("INSERT INTO oauth_signing_keys VALUES (?, ?, ?)", str(key.kid), sealed, now)
+            tx.run("DELETE FROM oauth_signing_keys WHERE created_at <= ?", now - self._published)

@@ -1,54 +1,43 @@
-"""Where the authorization server and the explorer keep their state: a SQLite file of their
-own in the data directory (one process), or the shared PostgreSQL (any number of replicas).
+"""Where the authorization server and the explorer keep their state, on the server's one
+connection layer (:mod:`mcp_memoryrouter.db`): a SQLite file of their own in the data
+directory (one process), or the shared PostgreSQL (any number of replicas).
 
-Both speak the same SQL, written with ``?`` placeholders and ``{p}`` before each table name
-(empty on SQLite, ``oauth_`` on PostgreSQL), and ``INSERT … ON CONFLICT … DO UPDATE`` for
-upserts (SQLite 3.24+). A one-time use (a code, a refresh token) is one ``UPDATE … WHERE
-used = 0`` whose row count decides, which is atomic on both: on PostgreSQL a concurrent
-second update waits for the first's row lock and then finds the row used.
+Statements are the dialect's (``?`` placeholders, ``INSERT … ON CONFLICT … DO UPDATE`` for
+upserts) and name their tables alike on both databases (``oauth_…``, ``ui_…``); rows come
+back by column name. A one-time use (a code, a refresh token) is one ``UPDATE … WHERE used =
+0`` whose row count decides, which is atomic on both: on PostgreSQL a concurrent second
+update waits for the first's row lock and then finds the row used.
 
-These tables are created at start with ``CREATE TABLE IF NOT EXISTS``, on PostgreSQL under a
-transaction-scoped advisory lock so replicas starting together do not race. They are not
-vault migrations: the authorization server is a client of the vault and never touches its
-schema, and the vault never reads these tables.
+The tables are made and changed by migrations (``auth/state/migrations``,
+``ui/migrations``), applied by the one runner when a database is opened. They are not the
+vault's: the authorization server is a client of the vault and never touches its schema,
+and the vault never reads these tables.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
-from mcp_memoryrouter.private import new_private_dir, private_database
+from mcp_memoryrouter import db
+from mcp_memoryrouter.db.migrations import Migrations
+from mcp_memoryrouter.db.sqlite import SqliteDatabase
+
+if TYPE_CHECKING:
+    from mcp_memoryrouter.db.postgres import Pool
 
 Row = Mapping[str, Any]
 T = TypeVar("T")
 
-# pg_advisory_xact_lock key for creating these tables: "MROAUTH"
-_SCHEMA_LOCK = 0x4D524F41555448
-POSTGRES_PREFIX = "oauth_"
-
-
-class Database(Protocol):
-    """Statements in the shared dialect; ``atomic()`` runs several in one transaction."""
-
-    def one(self, sql: str, *args: Any) -> Row | None: ...
-
-    def all(self, sql: str, *args: Any) -> list[Row]: ...
-
-    def run(self, sql: str, *args: Any) -> int: ...
-
-    def atomic(self) -> Any: ...  # a context manager yielding a Database
-
-    # Whether a statement waits on another machine (a network round trip, a database that
-    # may stall): callers on the event loop then run it on a worker thread (off_loop).
-    remote: bool
+# The authorization server's tables (and, on PostgreSQL, the signing keys replicas share).
+AUTH_MIGRATIONS = Migrations.of(
+    "mcp_memoryrouter.auth.state.migrations", record="oauth_schema_migrations"
+)
+WAIT_SECONDS = 5.0  # the longest a connection, a checkout or a statement may take
 
 
 async def off_loop(remote: bool, work: Callable[[], T]) -> T:
@@ -60,142 +49,88 @@ async def off_loop(remote: bool, work: Callable[[], T]) -> T:
     return await anyio.to_thread.run_sync(work)
 
 
-class SqliteDatabase:
-    """One connection behind a lock: the writes are tiny and rare."""
+class Database:
+    """Statements with rows by column name: ``one``, ``all`` and ``run`` each commit on their
+    own, ``atomic()`` runs several in one transaction."""
 
-    remote = False
+    def __init__(self, database: db.Database, tx: db.Tx | None = None) -> None:
+        self._database = database
+        self._tx = tx  # inside atomic(): every statement in this transaction
 
-    def __init__(self, path: Path, schema: str) -> None:
-        new_private_dir(path.parent)
-        private_database(path)  # before connecting: the WAL takes the file's mode
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._lock = threading.RLock()
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(schema.replace("{p}", ""))
+    @classmethod
+    def sqlite(cls, path: Path, migrations: Migrations) -> Database:
+        """A file of its own (0600), its migrations applied."""
+        return cls(SqliteDatabase(path, migrations))
+
+    @property
+    def remote(self) -> bool:
+        """Whether a statement waits on another machine: run it with :func:`off_loop`."""
+        return self._database.remote
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def one(self, sql: str, *args: Any) -> Row | None:
-        with self._lock:
-            row: Row | None = self._db.execute(sql.replace("{p}", ""), args).fetchone()
-            return row
-
-    def all(self, sql: str, *args: Any) -> list[Row]:
-        with self._lock:
-            return list(self._db.execute(sql.replace("{p}", ""), args).fetchall())
-
-    def run(self, sql: str, *args: Any) -> int:
-        with self._lock:
-            return self._db.execute(sql.replace("{p}", ""), args).rowcount
+        self._database.close()
 
     @contextmanager
-    def atomic(self) -> Iterator[SqliteDatabase]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _statement(self) -> Iterator[db.Tx]:
+        if self._tx is not None:
+            yield self._tx
+        else:
+            with self._database.statement() as tx:
+                yield tx
 
+    def one(self, sql: str, *args: Any) -> Row | None:
+        rows = self.all(sql, *args)
+        return rows[0] if rows else None
 
-@lru_cache(maxsize=256)
-def native(sql: str, prefix: str) -> str:
-    """A statement of the shared dialect as psycopg runs it on PostgreSQL."""
-    return sql.replace("{p}", prefix).replace("%", "%%").replace("?", "%s")
+    def all(self, sql: str, *args: Any) -> list[Row]:
+        with self._statement() as tx:
+            return list(tx.records(sql, args))
 
+    def run(self, sql: str, *args: Any) -> int:
+        with self._statement() as tx:
+            return tx.run(sql, args)
 
-def postgres_ddl(schema: str, prefix: str) -> str:
-    """SQLite's ``REAL`` is a double; PostgreSQL's is single precision (seconds since 1970
-    would lose minutes)."""
-    return schema.replace("{p}", prefix).replace(" REAL", " DOUBLE PRECISION")
+    def lock(self, key: int) -> None:
+        """Inside ``atomic()``: wait for every other holder of ``key`` (released at commit;
+        nothing to wait for on SQLite, whose transaction holds the only writer)."""
+        with self._statement() as tx:
+            tx.lock(key)
 
-
-WAIT_SECONDS = 5.0  # the longest a connection, a checkout or a statement may take
+    @contextmanager
+    def atomic(self) -> Iterator[Database]:
+        with self._database.transaction() as tx:
+            yield Database(self._database, tx)
 
 
 class PostgresPool:
-    """A small connection pool to the shared database, for the authorization server's and
-    the explorer's state (separate from the vault's pool: they are different layers)."""
+    """The state's connections to the shared database: a small pool of its own, built by the
+    one connection layer (:func:`mcp_memoryrouter.db.postgres.pool`) as the vault's is, but
+    kept apart from it. Its statements commit on their own and every wait is bounded
+    (:data:`WAIT_SECONDS`): the token checks and sign-in run on the event loop's worker
+    threads and must fail in seconds, never queue behind the vault's searches, exports and
+    index builds (which run unbounded, one transaction per checkout) — nor does the state
+    need the vault to be served in this process."""
 
     def __init__(self, url: str, *, pool_min: int = 0, pool_max: int = 4) -> None:
-        from psycopg.rows import dict_row
-        from psycopg_pool import ConnectionPool
+        from mcp_memoryrouter.db import postgres
 
-        # Callers on the event loop run these calls on worker threads (off_loop), and every
-        # wait is bounded: a database that stops answering costs a request a few seconds and
-        # an error, never the replica.
-        self._pool: ConnectionPool[Any] = ConnectionPool(
+        self.url = url
+        self._pool: Pool = postgres.pool(
             url,
+            name="memoryrouter-state",
             min_size=pool_min,
-            max_size=max(pool_min, pool_max, 1),
+            max_size=pool_max,
             timeout=WAIT_SECONDS,
-            kwargs={
-                "autocommit": True,
-                "prepare_threshold": None,
-                "row_factory": dict_row,
-                "connect_timeout": int(WAIT_SECONDS),
-                "options": f"-c statement_timeout={int(WAIT_SECONDS * 1000)}",
-            },
-            open=True,
-            check=ConnectionPool.check_connection,
+            autocommit=True,
+            bound_seconds=WAIT_SECONDS,
         )
 
     def close(self) -> None:
         self._pool.close()
 
-    @contextmanager
-    def connection(self) -> Iterator[Any]:
-        with self._pool.connection() as conn:
-            yield conn
+    def database(self, migrations: Migrations) -> Database:
+        """A view of the pool whose tables (``migrations``) are up to date once this
+        returns; the pool stays its owner's to close."""
+        from mcp_memoryrouter.db.postgres import PostgresDatabase
 
-    def database(self, schema: str, prefix: str = POSTGRES_PREFIX) -> PostgresDatabase:
-        """A view of the pool whose tables (``schema``) exist once this returns."""
-        with self.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            conn.execute(postgres_ddl(schema, prefix).encode())
-        return PostgresDatabase(self, prefix)
-
-
-class PostgresDatabase:
-    remote = True
-
-    def __init__(self, pool: PostgresPool, prefix: str, conn: Any = None) -> None:
-        self._pool = pool
-        self._prefix = prefix
-        self._conn = conn  # inside atomic(): every statement on this connection
-
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        if self._conn is not None:
-            yield self._conn
-        else:
-            with self._pool.connection() as conn:
-                yield conn
-
-    def one(self, sql: str, *args: Any) -> Row | None:
-        with self._connection() as conn:
-            row: Row | None = conn.execute(native(sql, self._prefix), args).fetchone()
-            return row
-
-    def all(self, sql: str, *args: Any) -> list[Row]:
-        with self._connection() as conn:
-            return list(conn.execute(native(sql, self._prefix), args).fetchall())
-
-    def run(self, sql: str, *args: Any) -> int:
-        with self._connection() as conn:
-            return int(conn.execute(native(sql, self._prefix), args).rowcount)
-
-    def lock(self, key: int) -> None:
-        """Inside ``atomic()``: wait for every other holder of ``key`` (released at commit)."""
-        self.one("SELECT pg_advisory_xact_lock(?)", key)
-
-    @contextmanager
-    def atomic(self) -> Iterator[PostgresDatabase]:
-        with self._pool.connection() as conn, conn.transaction():
-            yield PostgresDatabase(self._pool, self._prefix, conn)
+        return Database(PostgresDatabase(self.url, self._pool, migrations))

@@ -1,6 +1,6 @@
-"""Persistent state of the embedded authorization server: its own SQLite file in the data
-directory, or tables prefixed ``oauth_`` in the shared PostgreSQL (``auth/state/database.py``: one
-class, the same SQL on both).
+"""Persistent state of the embedded authorization server: tables named ``oauth_…`` in its own
+SQLite file in the data directory, or in the shared PostgreSQL (``auth/state/database.py``:
+the same SQL on both; the tables are made by ``auth/state/migrations``).
 
 Tables: registered clients, pending authorization requests (between /authorize and the
 consent), browser sign-in sessions, authorization codes, grants (what a user consented to,
@@ -19,80 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_memoryrouter.auth.state.database import Database, PostgresPool, Row, SqliteDatabase
+from mcp_memoryrouter.auth.state.database import AUTH_MIGRATIONS, Database, PostgresPool, Row
 
 AUTH_DB_FILE = "auth.sqlite3"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS {p}clients (
-    client_id TEXT PRIMARY KEY,
-    info TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS {p}requests (
-    id TEXT PRIMARY KEY,
-    client_id TEXT NOT NULL,
-    params TEXT NOT NULL,
-    csrf TEXT NOT NULL,
-    sealed_key TEXT,
-    vault_ref TEXT,
-    allowed TEXT,
-    expires_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS {p}sessions (
-    digest TEXT PRIMARY KEY,
-    vault_ref TEXT NOT NULL,
-    sealed_key TEXT NOT NULL,
-    allowed TEXT NOT NULL,
-    expires_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS {p}grants (
-    id TEXT PRIMARY KEY,
-    client_id TEXT NOT NULL,
-    vault_ref TEXT NOT NULL,
-    sealed_key TEXT NOT NULL,
-    scopes TEXT NOT NULL,
-    resource TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    revoked INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS {p}codes (
-    digest TEXT PRIMARY KEY,
-    grant_id TEXT NOT NULL REFERENCES {p}grants(id),
-    redirect_uri TEXT NOT NULL,
-    explicit INTEGER NOT NULL,
-    code_challenge TEXT NOT NULL,
-    expires_at REAL NOT NULL,
-    used INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS {p}oidc_logins (
-    state TEXT PRIMARY KEY,
-    request_id TEXT NOT NULL,
-    nonce TEXT NOT NULL,
-    verifier TEXT NOT NULL,
-    expires_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS {p}identities (
-    issuer TEXT NOT NULL,
-    subject TEXT NOT NULL,
-    vault_ref TEXT NOT NULL,
-    sealed_key TEXT NOT NULL,
-    email TEXT,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (issuer, subject)
-);
-CREATE TABLE IF NOT EXISTS {p}refresh_tokens (
-    digest TEXT PRIMARY KEY,
-    grant_id TEXT NOT NULL REFERENCES {p}grants(id),
-    scopes TEXT NOT NULL,
-    expires_at REAL NOT NULL,
-    used INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS {p}grant_uses (
-    grant_id TEXT PRIMARY KEY REFERENCES {p}grants(id),
-    used_at REAL NOT NULL
-);
-"""
 
 
 def digest(secret: str) -> str:
@@ -172,14 +101,15 @@ class AuthStore:
 
     @classmethod
     def sqlite(cls, path: Path) -> AuthStore:
-        db = SqliteDatabase(path, SCHEMA)
+        """The tables in a file of their own, migrated."""
+        db = Database.sqlite(path, AUTH_MIGRATIONS)
         return cls(db, db.close)
 
     @classmethod
     def postgres(cls, pool: PostgresPool) -> AuthStore:
-        """The tables in the shared database (created if missing); the pool stays its
-        owner's to close."""
-        return cls(pool.database(SCHEMA))
+        """The tables in the shared database, migrated; the pool stays its owner's to
+        close."""
+        return cls(pool.database(AUTH_MIGRATIONS))
 
     def close(self) -> None:
         self._close()
@@ -199,7 +129,7 @@ class AuthStore:
 
     def save_client(self, client_id: str, info: dict[str, Any], now: float) -> None:
         self._run(
-            "INSERT INTO {p}clients VALUES (?, ?, ?) ON CONFLICT (client_id) DO UPDATE "
+            "INSERT INTO oauth_clients VALUES (?, ?, ?) ON CONFLICT (client_id) DO UPDATE "
             "SET info = excluded.info, created_at = excluded.created_at",
             client_id,
             json.dumps(info),
@@ -207,26 +137,26 @@ class AuthStore:
         )
 
     def client(self, client_id: str) -> dict[str, Any] | None:
-        row = self._one("SELECT info FROM {p}clients WHERE client_id = ?", client_id)
+        row = self._one("SELECT info FROM oauth_clients WHERE client_id = ?", client_id)
         return None if row is None else dict(json.loads(row["info"]))
 
     def forget_unused_clients(self, registered_before: float) -> None:
         """Delete registrations older than this that no grant was ever made for."""
         self._run(
-            "DELETE FROM {p}clients WHERE created_at <= ? AND NOT EXISTS "
-            "(SELECT 1 FROM {p}grants WHERE {p}grants.client_id = {p}clients.client_id)",
+            "DELETE FROM oauth_clients WHERE created_at <= ? AND NOT EXISTS "
+            "(SELECT 1 FROM oauth_grants WHERE oauth_grants.client_id = oauth_clients.client_id)",
             registered_before,
         )
 
     def delete_client(self, client_id: str) -> None:
-        self._run("DELETE FROM {p}clients WHERE client_id = ?", client_id)
-        self._run("UPDATE {p}grants SET revoked = 1 WHERE client_id = ?", client_id)
+        self._run("DELETE FROM oauth_clients WHERE client_id = ?", client_id)
+        self._run("UPDATE oauth_grants SET revoked = 1 WHERE client_id = ?", client_id)
 
     # pending authorization requests -------------------------------------------------------
 
     def save_request(self, request: PendingRequest) -> None:
         self._run(
-            "INSERT INTO {p}requests VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
+            "INSERT INTO oauth_requests VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
             "SET client_id = excluded.client_id, params = excluded.params, csrf = excluded.csrf, "
             "sealed_key = excluded.sealed_key, vault_ref = excluded.vault_ref, "
             "allowed = excluded.allowed, expires_at = excluded.expires_at",
@@ -242,7 +172,7 @@ class AuthStore:
 
     def request(self, request_id: str, now: float) -> PendingRequest | None:
         row = self._one(
-            "SELECT * FROM {p}requests WHERE id = ? AND expires_at > ?", request_id, now
+            "SELECT * FROM oauth_requests WHERE id = ? AND expires_at > ?", request_id, now
         )
         if row is None:
             return None
@@ -258,21 +188,21 @@ class AuthStore:
         )
 
     def delete_request(self, request_id: str, now: float) -> None:
-        self._run("DELETE FROM {p}requests WHERE id = ? OR expires_at <= ?", request_id, now)
+        self._run("DELETE FROM oauth_requests WHERE id = ? OR expires_at <= ?", request_id, now)
 
     def sweep(self, now: float) -> None:
         """Forget what can no longer be used: expired requests, codes and refresh tokens."""
-        self._run("DELETE FROM {p}requests WHERE expires_at <= ?", now)
-        self._run("DELETE FROM {p}codes WHERE expires_at <= ?", now)
-        self._run("DELETE FROM {p}refresh_tokens WHERE expires_at <= ?", now)
-        self._run("DELETE FROM {p}sessions WHERE expires_at <= ?", now)
-        self._run("DELETE FROM {p}oidc_logins WHERE expires_at <= ?", now)
+        self._run("DELETE FROM oauth_requests WHERE expires_at <= ?", now)
+        self._run("DELETE FROM oauth_codes WHERE expires_at <= ?", now)
+        self._run("DELETE FROM oauth_refresh_tokens WHERE expires_at <= ?", now)
+        self._run("DELETE FROM oauth_sessions WHERE expires_at <= ?", now)
+        self._run("DELETE FROM oauth_oidc_logins WHERE expires_at <= ?", now)
 
     # browser sessions ---------------------------------------------------------------------
 
     def save_session(self, secret: str, session: Session) -> None:
         self._run(
-            "INSERT INTO {p}sessions VALUES (?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE "
+            "INSERT INTO oauth_sessions VALUES (?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE "
             "SET vault_ref = excluded.vault_ref, sealed_key = excluded.sealed_key, "
             "allowed = excluded.allowed, expires_at = excluded.expires_at",
             digest(secret),
@@ -284,7 +214,7 @@ class AuthStore:
 
     def session(self, secret: str, now: float) -> Session | None:
         row = self._one(
-            "SELECT * FROM {p}sessions WHERE digest = ? AND expires_at > ?", digest(secret), now
+            "SELECT * FROM oauth_sessions WHERE digest = ? AND expires_at > ?", digest(secret), now
         )
         if row is None:
             return None
@@ -293,13 +223,13 @@ class AuthStore:
         )
 
     def end_session(self, secret: str) -> None:
-        self._run("DELETE FROM {p}sessions WHERE digest = ?", digest(secret))
+        self._run("DELETE FROM oauth_sessions WHERE digest = ?", digest(secret))
 
     # grants, codes, refresh tokens --------------------------------------------------------
 
     def save_grant(self, grant: Grant, now: float) -> None:
         self._run(
-            "INSERT INTO {p}grants VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+            "INSERT INTO oauth_grants VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
             grant.id,
             grant.client_id,
             grant.vault_ref,
@@ -310,14 +240,14 @@ class AuthStore:
         )
 
     def grant(self, grant_id: str) -> Grant | None:
-        row = self._one("SELECT * FROM {p}grants WHERE id = ?", grant_id)
+        row = self._one("SELECT * FROM oauth_grants WHERE id = ?", grant_id)
         return None if row is None else _grant(row)
 
     def granted(self, client_id: str, vault_ref: str) -> set[str]:
         """Every scope a grant not revoked gives ``client_id`` in ``vault_ref``: what the
         person allowed this app before (a step-up asks for more)."""
         rows = self._db.all(
-            "SELECT scopes FROM {p}grants WHERE client_id = ? AND vault_ref = ? AND revoked = 0",
+            "SELECT scopes FROM oauth_grants WHERE client_id = ? AND vault_ref = ? AND revoked = 0",
             client_id,
             vault_ref,
         )
@@ -325,12 +255,12 @@ class AuthStore:
 
     def revoke_grant(self, grant_id: str) -> None:
         """Revoke a grant and with it every token issued from it (the refresh-token family)."""
-        self._run("UPDATE {p}grants SET revoked = 1 WHERE id = ?", grant_id)
+        self._run("UPDATE oauth_grants SET revoked = 1 WHERE id = ?", grant_id)
 
     def note_use(self, grant_id: str, now: float) -> None:
         """The grant got tokens (a code exchanged, a refresh): its app was in use now."""
         self._run(
-            "INSERT INTO {p}grant_uses VALUES (?, ?) ON CONFLICT (grant_id) DO UPDATE "
+            "INSERT INTO oauth_grant_uses VALUES (?, ?) ON CONFLICT (grant_id) DO UPDATE "
             "SET used_at = excluded.used_at",
             grant_id,
             now,
@@ -341,13 +271,13 @@ class AuthStore:
         grants of this vault can still get tokens (an unused code or refresh token left),
         oldest connection first."""
         rows = self._db.all(
-            "SELECT g.client_id, g.scopes, g.created_at, u.used_at, c.info FROM {p}grants g "
-            "LEFT JOIN {p}grant_uses u ON u.grant_id = g.id "
-            "LEFT JOIN {p}clients c ON c.client_id = g.client_id "
+            "SELECT g.client_id, g.scopes, g.created_at, u.used_at, c.info FROM oauth_grants g "
+            "LEFT JOIN oauth_grant_uses u ON u.grant_id = g.id "
+            "LEFT JOIN oauth_clients c ON c.client_id = g.client_id "
             "WHERE g.vault_ref = ? AND g.revoked = 0 AND ("
-            "EXISTS (SELECT 1 FROM {p}refresh_tokens r WHERE r.grant_id = g.id "
+            "EXISTS (SELECT 1 FROM oauth_refresh_tokens r WHERE r.grant_id = g.id "
             "AND r.used = 0 AND r.expires_at > ?) OR "
-            "EXISTS (SELECT 1 FROM {p}codes k WHERE k.grant_id = g.id "
+            "EXISTS (SELECT 1 FROM oauth_codes k WHERE k.grant_id = g.id "
             "AND k.used = 0 AND k.expires_at > ?)) ORDER BY g.created_at",
             vault_ref,
             now,
@@ -362,7 +292,7 @@ class AuthStore:
         """Revoke every grant this client holds on this vault (and only on it): its tokens
         stop at their next use. How many grants were revoked."""
         return self._run(
-            "UPDATE {p}grants SET revoked = 1 WHERE vault_ref = ? AND client_id = ? "
+            "UPDATE oauth_grants SET revoked = 1 WHERE vault_ref = ? AND client_id = ? "
             "AND revoked = 0",
             vault_ref,
             client_id,
@@ -378,7 +308,7 @@ class AuthStore:
         exp: float,
     ) -> None:
         self._run(
-            "INSERT INTO {p}codes VALUES (?, ?, ?, ?, ?, ?, 0)",
+            "INSERT INTO oauth_codes VALUES (?, ?, ?, ?, ?, ?, 0)",
             digest(code),
             grant_id,
             redirect_uri,
@@ -390,7 +320,8 @@ class AuthStore:
     def code(self, code: str) -> CodeRow | None:
         row = self._one(
             "SELECT c.redirect_uri, c.explicit, c.code_challenge, c.expires_at AS code_exp, "
-            "c.used, g.* FROM {p}codes c JOIN {p}grants g ON g.id = c.grant_id WHERE c.digest = ?",
+            "c.used, g.* FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id "
+            "WHERE c.digest = ?",
             digest(code),
         )
         if row is None:
@@ -407,13 +338,13 @@ class AuthStore:
     def use_code(self, code: str) -> bool:
         """Mark a code used; False when it already was (a replay)."""
         return (
-            self._run("UPDATE {p}codes SET used = 1 WHERE digest = ? AND used = 0", digest(code))
+            self._run("UPDATE oauth_codes SET used = 1 WHERE digest = ? AND used = 0", digest(code))
             == 1
         )
 
     def save_refresh(self, token: str, grant_id: str, scopes: list[str], exp: float) -> None:
         self._run(
-            "INSERT INTO {p}refresh_tokens VALUES (?, ?, ?, ?, 0)",
+            "INSERT INTO oauth_refresh_tokens VALUES (?, ?, ?, ?, 0)",
             digest(token),
             grant_id,
             " ".join(scopes),
@@ -423,7 +354,8 @@ class AuthStore:
     def refresh(self, token: str) -> RefreshRow | None:
         row = self._one(
             "SELECT r.scopes AS token_scopes, r.expires_at AS token_exp, r.used, g.* "
-            "FROM {p}refresh_tokens r JOIN {p}grants g ON g.id = r.grant_id WHERE r.digest = ?",
+            "FROM oauth_refresh_tokens r JOIN oauth_grants g ON g.id = r.grant_id "
+            "WHERE r.digest = ?",
             digest(token),
         )
         if row is None:
@@ -434,14 +366,14 @@ class AuthStore:
 
     def use_refresh(self, token: str) -> bool:
         """Mark a refresh token used (rotation); False when it already was (a reuse)."""
-        sql = "UPDATE {p}refresh_tokens SET used = 1 WHERE digest = ? AND used = 0"
+        sql = "UPDATE oauth_refresh_tokens SET used = 1 WHERE digest = ? AND used = 0"
         return self._run(sql, digest(token)) == 1
 
     # sign-in with an identity provider -----------------------------------------------------
 
     def save_oidc_login(self, state: str, login: OidcLogin) -> None:
         self._run(
-            "INSERT INTO {p}oidc_logins VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO oauth_oidc_logins VALUES (?, ?, ?, ?, ?)",
             digest(state),
             login.request_id,
             login.nonce,
@@ -453,8 +385,8 @@ class AuthStore:
         """The sign-in this ``state`` names, once: a second callback with it finds nothing."""
         key = digest(state)
         with self._db.atomic() as tx:
-            row = tx.one("SELECT * FROM {p}oidc_logins WHERE state = ?", key)
-            if row is None or tx.run("DELETE FROM {p}oidc_logins WHERE state = ?", key) != 1:
+            row = tx.one("SELECT * FROM oauth_oidc_logins WHERE state = ?", key)
+            if row is None or tx.run("DELETE FROM oauth_oidc_logins WHERE state = ?", key) != 1:
                 return None
         if row["expires_at"] <= now:
             return None
@@ -462,7 +394,7 @@ class AuthStore:
 
     def identity(self, issuer: str, subject: str) -> IdentityRow | None:
         row = self._one(
-            "SELECT vault_ref, sealed_key FROM {p}identities WHERE issuer = ? AND subject = ?",
+            "SELECT vault_ref, sealed_key FROM oauth_identities WHERE issuer = ? AND subject = ?",
             issuer,
             subject,
         )
@@ -479,7 +411,7 @@ class AuthStore:
         """Bind the person to their vault; when two first sign-ins race (two replicas), the
         first binding stands and is the one answered."""
         self._run(
-            "INSERT INTO {p}identities VALUES (?, ?, ?, ?, ?, ?) "
+            "INSERT INTO oauth_identities VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (issuer, subject) DO NOTHING",
             issuer,
             subject,
