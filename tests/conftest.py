@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
+from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from tests import pg
 from tests.support import (
@@ -67,8 +68,16 @@ def new_store(store_backend: str, request: pytest.FixtureRequest) -> Iterator[St
 
 
 @pytest.fixture
-def vault(tmp_path: Path, new_store: StoreFactory) -> Iterator[Vault]:
-    v = make_vault(tmp_path, store=new_store)
+def vault_embedders() -> Embedders | None:
+    """The embedding models ``vault`` offers (none unless a module says otherwise)."""
+    return None
+
+
+@pytest.fixture
+def vault(
+    tmp_path: Path, new_store: StoreFactory, vault_embedders: Embedders | None
+) -> Iterator[Vault]:
+    v = make_vault(tmp_path, store=new_store, embedders=vault_embedders)
     yield v
     v.http.close()
     v.store.close()

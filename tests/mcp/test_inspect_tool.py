@@ -3,8 +3,6 @@ come first, each with its score; sources without a vector yet come last with sco
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -17,7 +15,7 @@ from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
 from mcp_memoryrouter.vault.search.embeddings import Embedders
-from tests.support import Vault, make_vault
+from tests.support import Vault
 from tests.support.api import checkout, commit
 from tests.vault.embedders import ConceptEmbedder
 
@@ -32,12 +30,8 @@ BATCH = [  # oldest first: the evidence for the reflection is the second and the
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[Vault]:
-    embedders = Embedders({"concepts": ConceptEmbedder}, "concepts")
-    vault = make_vault(tmp_path, embedders=embedders)
-    yield vault
-    vault.http.close()
-    vault.store.close()
+def vault_embedders() -> Embedders:
+    return Embedders({"concepts": ConceptEmbedder}, "concepts")
 
 
 async def inspect(vault: Vault, memory_id: str) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import httpx2
 import pytest
@@ -16,7 +15,7 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.mcp.binding import Binder
 from mcp_memoryrouter.mcp.budget import Budget
 from mcp_memoryrouter.mcp.server import build_server
-from tests.support import Vault, make_vault
+from tests.support import Vault
 from tests.support.mcp import McpServer, call, post, rpc, text_of
 
 pytestmark = pytest.mark.anyio
@@ -107,11 +106,6 @@ async def test_a_vault_answering_the_wrong_shape_is_not_blamed_on_the_arguments(
         result = await client.call_tool("search_memories", {"query": "x"})
     assert result.is_error
     assert "invalid_request" not in text_of(result) and "SearchResponse" in text_of(result)
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Vault:
-    return make_vault(tmp_path)
 
 
 async def test_store_memory_returns_the_ids_it_stored_and_found_as_duplicates(

@@ -5,7 +5,6 @@ into an empty one only, refused before anything is sent."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -23,7 +22,7 @@ from mcp_memoryrouter.transfer.importer import (
     import_history,
     plan_history,
 )
-from tests.support import Vault, make_vault
+from tests.support import Vault
 from tests.support.reflect import Served
 
 pytestmark = pytest.mark.anyio
@@ -43,14 +42,6 @@ class Counted:
 
     def sent(self, path: str) -> int:
         return sum(1 for _, called in self.calls if called == path)
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Iterator[Vault]:
-    opened = make_vault(tmp_path)
-    yield opened
-    opened.http.close()
-    opened.store.close()
 
 
 def client_of(vault: Vault, counted: Counted) -> VaultClient:

@@ -4,28 +4,21 @@ names. Over the REST API of a real store, with the concept embedder through the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcp_memoryrouter.vault.rules.dates import to_ms
 from mcp_memoryrouter.vault.search.embeddings import Embedders
-from tests.support import StoreFactory, Vault, make_vault
+from tests.support import Vault
 from tests.support.store import search
 from tests.vault.embedders import ConceptEmbedder
 
 
 @pytest.fixture
-def vault(tmp_path: Path, new_store: StoreFactory) -> Iterator[Vault]:
-    made = make_vault(
-        tmp_path, embedders=Embedders({"concepts": ConceptEmbedder}, "concepts"), store=new_store
-    )
-    yield made
-    made.http.close()
-    made.store.close()
+def vault_embedders() -> Embedders:
+    return Embedders({"concepts": ConceptEmbedder}, "concepts")
 
 
 TOLD: dict[str, str] = {}  # text -> the session it was said in (rows do not carry it)
