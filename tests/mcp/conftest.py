@@ -30,8 +30,8 @@ def shared_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer
 def _own_vault(request: pytest.FixtureRequest, shared: str, tmp_path: Path) -> Iterator[McpServer]:
     if request.node.get_closest_marker("own_server"):
         start = embedded_at if shared == "shared_embedded" else proxy_at
-        with start(tmp_path) as server:
-            yield server
+        with start(tmp_path) as alone:
+            yield alone
         return
     server: McpServer = request.getfixturevalue(shared)
     yield replace(server, key=server.new_key())
