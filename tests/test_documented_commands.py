@@ -58,7 +58,7 @@ SETTING = re.compile(r"MEMORYROUTER_[A-Z0-9_]*")
 READ_ELSEWHERE = {
     "MEMORYROUTER_MODEL_KEY": "mcp_memoryrouter/reflect/models.py",
     "MEMORYROUTER_TEST_POSTGRES": "tests/pg.py",
-    "MEMORYROUTER_SCREENSHOTS": "tests/ui/conftest.py",
+    "MEMORYROUTER_SCREENSHOTS": "tests/support/ui.py",
 }
 INLINE = re.compile(rf"`{PROGRAM} ([^`]+)`")
 RAW_JSONL = '{"content": "We chose Postgres for the auth service."}\n'
