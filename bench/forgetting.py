@@ -39,7 +39,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Memory,
     SearchFilter,
 )
-from mcp_memoryrouter.vault.rules.prepare import Budget
+from mcp_memoryrouter.vault.rules.prepare import ContextSize
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
@@ -125,7 +125,7 @@ def main() -> None:
                 access, QUERIES[i % len(QUERIES)], 10, REFLECTIONS
             ),
             "prepare tiers 2,3": lambda i: service.prepare(
-                access, QUERIES[i % len(QUERIES)], Budget(10, 3_000), REFLECTIONS
+                access, QUERIES[i % len(QUERIES)], ContextSize(10, 3_000), REFLECTIONS
             ),
         }
         rows: list[list[str]] = []

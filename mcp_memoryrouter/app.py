@@ -50,9 +50,9 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.forwarding import LocalOnly
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from mcp_memoryrouter.metrics import Metrics
 from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
@@ -376,7 +376,7 @@ def _serve(
     client = vault_client(settings, vault_app)
     policy = load_policy()
     default_key = local_key(settings, service) if settings.auth == "none" else None
-    binder = Binder(client, policy, Budget(settings.mcp_result_tokens), default_key)
+    binder = Binder(client, policy, ResultBudget(settings.mcp_result_tokens), default_key)
     mcp = build_server(binder, request_state_key(settings))
     endpoint: ASGIApp = mcp.streamable_http_app(
         stateless_http=True, json_response=True, transport_security=transport_security(settings)
@@ -561,7 +561,7 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
     """The MCP server for stdio: no HTTP auth, it acts with MEMORYROUTER_KEY."""
     _, vault_app = serve_vault(settings)
     client = vault_client(settings, vault_app)
-    budget = Budget(settings.mcp_result_tokens)
+    budget = ResultBudget(settings.mcp_result_tokens)
     binder = Binder(client, load_policy(), budget, settings.key)
     return build_server(binder, request_state_key(settings)), client
 

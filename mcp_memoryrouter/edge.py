@@ -234,11 +234,11 @@ class GuardedH11(H11Protocol):
 def protocol_for(doorway: Doorway) -> type[GuardedH11]:
     """The protocol class uvicorn instantiates per connection, bound to ``doorway``."""
 
-    class Guarded(GuardedH11):
+    class Bound(GuardedH11):
         pass
 
-    Guarded.doorway = doorway
-    return Guarded
+    Bound.doorway = doorway
+    return Bound
 
 
 # --- the process ----------------------------------------------------------------------------

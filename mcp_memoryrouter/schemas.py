@@ -110,7 +110,7 @@ Ids = Annotated[
     Field(min_length=1, max_length=limits.MAX_DELETE_IDS),
 ]
 # a token budget: any number, clamped by the vault (rules/selection.clamp_budget)
-Budget = Annotated[StrictInt | float, BeforeValidator(_number)]
+TokenLimit = Annotated[StrictInt | float, BeforeValidator(_number)]
 ContextLimit = Annotated[StrictInt, Field(ge=1, le=limits.CONTEXT_LIMIT_MAX), WHOLE]
 PrepareTokens = Annotated[StrictInt, Field(ge=1, le=limits.PREPARE_MAX_TOKENS), WHOLE]
 Order = Literal["newest_first", "oldest_first"]
@@ -199,7 +199,7 @@ class DateSearchRequest(_Request):
     query: OptionalQuery | None = None
     tiers: Tiers | None = None
     importance: Importance | None = None
-    max_tokens: Budget | None = None
+    max_tokens: TokenLimit | None = None
     order: Order = "newest_first"
     session_id: SessionId | None = None
     embeddings: Text | None = None
@@ -207,7 +207,7 @@ class DateSearchRequest(_Request):
 
 class CheckoutRequest(_Request):
     tier: Annotated[Literal[1, 2], WHOLE]
-    max_tokens: Budget | None = None
+    max_tokens: TokenLimit | None = None
     session_id: SessionId | None = None
     embeddings: Text | None = None
 

@@ -46,7 +46,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "search": (["vault.search"], ["foundation", "rules"]),
     "store": (["vault.store"], ["foundation", "db", "rules", "search"]),
     "service": (
-        ["vault", "vault.service", "vault.hybrid", "vault.keyring", "vault.indexer"],
+        ["vault", "vault.service", "vault.hybrid", "vault.memory_keys", "vault.indexer"],
         ["foundation", "rules", "search", "store"],
     ),
     "http": (["vault.http"], ["foundation", "schemas", "rules", "service"]),
@@ -76,7 +76,10 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     # memories moved in and out: a vault as JSONL, a chat history brought in
     "transfer": (["transfer"], ["foundation", "schemas", "client"]),
     # reflect_memories runs the consolidation loop's own steps with the host's model
-    "mcp": (["mcp"], ["foundation", "schemas", "client", "auth", "auth resource", "reflect"]),
+    "mcp": (
+        ["mcp_server"],
+        ["foundation", "schemas", "client", "auth", "auth resource", "reflect"],
+    ),
     "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect", "transfer"]),
     # the chat proxy: provider calls with memory, the vault over HTTP like the MCP side
     "proxy": (["proxy"], ["foundation", "schemas", "client"]),
@@ -386,7 +389,7 @@ FRONT_DOORS: dict[str, tuple[list[str], list[str]]] = {
     "vault.http.front": (
         ["vault.http"],
         [
-            *["vault.service", "vault.keyring", "vault.hybrid", "vault.indexer"],
+            *["vault.service", "vault.memory_keys", "vault.hybrid", "vault.indexer"],
             *["vault.store", "vault.search"],
         ],
     ),
@@ -471,15 +474,23 @@ SERVER_IMPORT = "from mcp_memoryrouter.auth.server.provider import Lifetimes\n"
     ("where", "source", "expected"),
     [
         ("vault/rules/leases.py", "from mcp_memoryrouter.app import Server\n", "imports app"),
-        ("vault/service.py", "import mcp_memoryrouter.mcp.server\n", "imports mcp.server"),
-        ("schemas.py", "from mcp_memoryrouter.mcp import budget\n", "imports mcp.budget"),
+        (
+            "vault/service.py",
+            "import mcp_memoryrouter.mcp_server.server\n",
+            "imports mcp_server.server",
+        ),
+        (
+            "schemas.py",
+            "from mcp_memoryrouter.mcp_server import budget\n",
+            "imports mcp_server.budget",
+        ),
         ("client.py", "from mcp_memoryrouter.auth.scopes import Scope\n", "imports auth.scopes"),
         (
             "auth/resource/challenge.py",
-            "from mcp_memoryrouter.mcp.binding import Vault\n",
-            "imports mcp.",
+            "from mcp_memoryrouter.mcp_server.binding import Vault\n",
+            "imports mcp_server.",
         ),
-        ("mcp/binding.py", "from ..vault.service import VaultService\n", "vault.service"),
+        ("mcp_server/binding.py", "from ..vault.service import VaultService\n", "vault.service"),
         ("vault/search/ranking.py", "from ..store import base\n", "imports vault.store.base"),
         ("vault/store/base.py", "from ..http import api\n", "imports vault.http.api"),
         (
@@ -487,7 +498,7 @@ SERVER_IMPORT = "from mcp_memoryrouter.auth.server.provider import Lifetimes\n"
             "import importlib\nimportlib.import_module('mcp_memoryrouter.vault.service')\n",
             "imports vault.service",
         ),
-        ("mcp/server.py", "import importlib\nimportlib.import_module(name)\n", "computed"),
+        ("mcp_server/server.py", "import importlib\nimportlib.import_module(name)\n", "computed"),
         ("pages/document.py", "from mcp_memoryrouter.auth.pages import page\n", "imports auth."),
         ("pages/headers.py", "from mcp_memoryrouter.ui import render\n", "imports ui.render"),
         ("pages/document.py", "from mcp_memoryrouter import schemas\n", "imports schemas"),
@@ -499,7 +510,7 @@ SERVER_IMPORT = "from mcp_memoryrouter.auth.server.provider import Lifetimes\n"
         ("auth/state/sealing.py", "from ..resource import protect\n", "imports auth.resource"),
         ("auth/resource/memory_keys.py", "from ..state import store\n", "auth.state.store"),
         ("auth/scopes.py", "from mcp_memoryrouter.auth.signin import Identity\n", "auth.signin"),
-        ("mcp/binding.py", SERVER_IMPORT, "imports auth.server.provider"),
+        ("mcp_server/binding.py", SERVER_IMPORT, "imports auth.server.provider"),
         ("ui/explorer.py", "from mcp_memoryrouter.auth import resource\n", "auth.resource"),
     ],
 )
@@ -545,7 +556,7 @@ def test_the_entry_check_fails_on_an_import_past_an_entry(
 def test_the_environment_check_fails_outside_a_composition_root(
     tmp_path: Path, source: str
 ) -> None:
-    assert environment_violations(planted(tmp_path, {"mcp/binding.py": source}))
+    assert environment_violations(planted(tmp_path, {"mcp_server/binding.py": source}))
     assert not environment_violations(planted(tmp_path, {"app.py": source}))
 
 
@@ -609,8 +620,8 @@ def test_the_header_check_fails_on_a_page_setting_its_own(tmp_path: Path, source
 
 def test_the_scope_check_fails_on_a_scope_in_a_tool(tmp_path: Path) -> None:
     source = 'NEEDED = "memories:write"\n'
-    [problem] = scope_violations(planted(tmp_path, {"mcp/tools/write.py": source}))
-    assert problem.startswith("mcp.tools.write:1")
+    [problem] = scope_violations(planted(tmp_path, {"mcp_server/tools/write.py": source}))
+    assert problem.startswith("mcp_server.tools.write:1")
 
 
 @pytest.mark.parametrize(
@@ -618,7 +629,7 @@ def test_the_scope_check_fails_on_a_scope_in_a_tool(tmp_path: Path) -> None:
     [
         ("vault/http/inprocess.py", "from mcp_memoryrouter.vault.service import VaultService\n"),
         ("vault/http/api.py", "from ..service import VaultService\n"),
-        ("vault/http/boundary.py", "from mcp_memoryrouter.vault import keyring\n"),
+        ("vault/http/boundary.py", "from mcp_memoryrouter.vault import memory_keys\n"),
         ("vault/http/render.py", "import mcp_memoryrouter.vault.store.base\n"),
     ],
 )

@@ -17,7 +17,7 @@ from mcp.server import MCPServer
 
 import mcp_memoryrouter.app as app
 from mcp_memoryrouter.cli import main
-from mcp_memoryrouter.mcp.tools.reflect import reflect_memories
+from mcp_memoryrouter.mcp_server.tools.reflect import reflect_memories
 
 _build = app.build_server
 

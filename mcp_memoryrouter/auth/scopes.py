@@ -115,7 +115,7 @@ def scopes_for_key(read_only: bool, mode: str) -> frozenset[Scope]:
 
 
 # What a tool that needs each scope is, in the hints hosts gate calls by: (readOnlyHint,
-# destructiveHint). Only reading changes nothing; only deleting destroys (mcp/catalog.py
+# destructiveHint). Only reading changes nothing; only deleting destroys (mcp_server/catalog.py
 # holds every tool to this).
 TOOL_HINTS: dict[Scope, tuple[bool, bool]] = {
     "memories:read": (True, False),

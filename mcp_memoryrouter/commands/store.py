@@ -15,11 +15,11 @@ from mcp_memoryrouter.limits import MAX_ID_CHARS
 from mcp_memoryrouter.schemas import hidden
 from mcp_memoryrouter.vault.app import build_service, migrate_store
 from mcp_memoryrouter.vault.http import render
-from mcp_memoryrouter.vault.keyring import Keyring
+from mcp_memoryrouter.vault.memory_keys import MemoryKeys
 from mcp_memoryrouter.vault.service import VaultService
 
 
-def _keyring() -> tuple[VaultService, Keyring]:
+def _keyring() -> tuple[VaultService, MemoryKeys]:
     try:
         service, _ = build_service(Settings(), start_worker=False)
     except (StoreUnavailable, ValueError) as exc:

@@ -8,7 +8,7 @@ its lease runs out and the memories return to the pool. Nothing is ever half-com
 The transaction is two steps, :func:`open_batch` (a question for the model) and
 :func:`answer_batch` (its answer checked and committed), so that whoever holds the model can
 drive them: this process calling a model itself (:func:`consolidate_batch`), or the host's
-model answering across MCP requests (``mcp/tools/reflect.py``).
+model answering across MCP requests (``mcp_server/tools/reflect.py``).
 """
 
 from __future__ import annotations

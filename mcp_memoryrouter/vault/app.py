@@ -20,8 +20,8 @@ from mcp_memoryrouter.vault.http.front import VaultAPI
 from mcp_memoryrouter.vault.http.inprocess import InProcess
 from mcp_memoryrouter.vault.http.openapi import with_server_rules
 from mcp_memoryrouter.vault.http.ratelimit import (
-    Budgets,
     MonotonicMs,
+    RateBuckets,
     SharedBuckets,
     TokenBuckets,
 )
@@ -172,7 +172,7 @@ def create_vault_app(
 
 def rate_budgets(
     settings: Settings, service: VaultService, rate_clock: MonotonicMs
-) -> Budgets | None:
+) -> RateBuckets | None:
     """The rate limit's buckets: in the store when replicas share it (PostgreSQL), else in
     this process; None when the limit is off."""
     per_minute = settings.rate_limit_per_minute

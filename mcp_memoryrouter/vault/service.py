@@ -13,7 +13,7 @@ from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.hybrid import HybridSearch
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
-from mcp_memoryrouter.vault.keyring import Keyring
+from mcp_memoryrouter.vault.memory_keys import MemoryKeys
 from mcp_memoryrouter.vault.rules import (
     chunking,
     contract,
@@ -49,7 +49,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     new_batch_id,
     new_memory_id,
 )
-from mcp_memoryrouter.vault.rules.prepare import Budget, build_context
+from mcp_memoryrouter.vault.rules.prepare import ContextSize, build_context
 from mcp_memoryrouter.vault.rules.timeline import BucketSize, Timeline, fold
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
@@ -110,7 +110,7 @@ class VaultService:
         self._embedders = embedders or Embedders({}, "none")
         self.worker = worker
         self._search = HybridSearch(store, self._embedders)
-        self.keys = Keyring(store, clock)
+        self.keys = MemoryKeys(store, clock)
         # Vaults seen to hold memories prepare leaves out by default: their prepares search
         # among the injectable alone from the start (see _injectable).
         self._mixed: set[str] = set()
@@ -212,7 +212,7 @@ class VaultService:
         self,
         access: Access,
         query: str,
-        budget: Budget,
+        budget: ContextSize,
         where: SearchFilter,
         embeddings: str | None = None,
         as_of: int | None = None,

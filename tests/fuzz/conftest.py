@@ -10,9 +10,9 @@ from mcp.client import Client
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from tests.support import make_vault
 from tests.support.tools import ToolHarness
 
@@ -25,7 +25,7 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolHarness]:
         "http://vault.internal", transport=httpx2.ASGITransport(app=vault.app)
     )
     server = build_server(
-        Binder(vault_client, load_policy(), Budget(Settings().mcp_result_tokens), vault.key)
+        Binder(vault_client, load_policy(), ResultBudget(Settings().mcp_result_tokens), vault.key)
     )
     with (
         start_blocking_portal() as portal,

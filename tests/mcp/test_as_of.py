@@ -11,9 +11,9 @@ from mcp.client import Client
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from tests.support import make_vault
 from tests.support.mcp import text_of
 
@@ -26,7 +26,7 @@ async def test_search_memories_ranks_by_the_time_named_from_as_of(tmp_path: Path
     vault.ingest("I cooked tagine at home.", date="2026-05-09T19:00:00Z", session_id="b")
     vault.ingest("Cooked soup again.", date="2026-02-03T19:00:00Z", session_id="c")
     client = VaultClient("http://vault.internal", transport=httpx2.ASGITransport(app=vault.app))
-    server = build_server(Binder(client, load_policy(), Budget(10_000), vault.key))
+    server = build_server(Binder(client, load_policy(), ResultBudget(10_000), vault.key))
     question = {"query": "what did I cook last month?", "limit": 3}
     try:
         async with Client(server) as mcp:

@@ -11,9 +11,9 @@ from mcp.client import Client
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from tests.support import make_vault
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +28,7 @@ async def test_pages_cut_between_rows_continue_with_the_first_row_left_out(
         text = f"Standup note {minute}: " + "the team reviewed the queue and the cache " * 41
         vault.ingest(text, date=f"2026-05-04T09:{minute:02d}:00Z")
     client = VaultClient("http://vault.internal", transport=httpx2.ASGITransport(app=vault.app))
-    server = build_server(Binder(client, load_policy(), Budget(2_000), vault.key))
+    server = build_server(Binder(client, load_policy(), ResultBudget(2_000), vault.key))
     window: dict[str, Any] = {"from_date": "2026-05-04", "to_date": "2026-05-04", "order": order}
     shown: list[str] = []
     omitted = 0

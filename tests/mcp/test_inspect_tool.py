@@ -11,9 +11,9 @@ from mcp.client import Client
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import Vault
 from tests.support.api import checkout, commit
@@ -36,7 +36,7 @@ def vault_embedders() -> Embedders:
 
 async def inspect(vault: Vault, memory_id: str) -> dict[str, Any]:
     client = VaultClient("http://vault.internal", transport=httpx2.ASGITransport(app=vault.app))
-    server = build_server(Binder(client, load_policy(), Budget(10_000), vault.key))
+    server = build_server(Binder(client, load_policy(), ResultBudget(10_000), vault.key))
     try:
         async with Client(server) as mcp:
             result = await mcp.call_tool("inspect_memory", {"memory_id": memory_id})

@@ -15,8 +15,8 @@ from mcp_memoryrouter.auth.resource.memory_keys import MemoryKeyVerifier
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
 from mcp_memoryrouter.vault.app import create_vault_app, in_process
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.service import VaultService
@@ -51,7 +51,7 @@ async def one_request(client: VaultClient, key: str) -> None:
     tool's binding and its call to the vault."""
     token = await MemoryKeyVerifier(client).verify_token(key)
     assert token is not None
-    binder = Binder(client, load_policy(), Budget(4000))
+    binder = Binder(client, load_policy(), ResultBudget(4000))
     needed = binder.policy.for_tool("search_memories")
     assert needed is not None
     user = auth_context_var.set(AuthenticatedUser(token))

@@ -12,9 +12,9 @@ from mcp.client import Client
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from tests.support import Vault
 from tests.support.mcp import McpServer, call, post, rpc, text_of
 
@@ -65,7 +65,7 @@ def test_a_read_only_key_in_write_mode_may_still_list_the_tools(embedded: McpSer
 @asynccontextmanager
 async def tools_over(transport: httpx2.AsyncBaseTransport) -> AsyncIterator[Client]:
     vault = VaultClient("http://vault.internal", transport=transport)
-    server = build_server(Binder(vault, load_policy(), Budget(10_000), KEY))
+    server = build_server(Binder(vault, load_policy(), ResultBudget(10_000), KEY))
     try:
         async with Client(server) as client:
             yield client
@@ -113,7 +113,7 @@ async def test_store_memory_returns_the_ids_it_stored_and_found_as_duplicates(
 ) -> None:
     transport = httpx2.ASGITransport(app=vault.app)
     client = VaultClient("http://vault.internal", transport=transport)
-    server = build_server(Binder(client, load_policy(), Budget(10_000), vault.key))
+    server = build_server(Binder(client, load_policy(), ResultBudget(10_000), vault.key))
     try:
         async with Client(server) as mcp:
             first = await mcp.call_tool("store_memory", {"content": "We chose Postgres."})
@@ -147,7 +147,7 @@ async def test_an_argument_rest_refuses_is_refused_by_the_tool_on_every_branch(
     search_memories and fail on the other."""
     transport = httpx2.ASGITransport(app=vault.app)
     client = VaultClient("http://vault.internal", transport=transport)
-    server = build_server(Binder(client, load_policy(), Budget(10_000), vault.key))
+    server = build_server(Binder(client, load_policy(), ResultBudget(10_000), vault.key))
     try:
         async with Client(server) as mcp:
             await mcp.call_tool("store_memory", {"content": "We chose Postgres."})

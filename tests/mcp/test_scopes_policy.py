@@ -14,12 +14,12 @@ from mcp_memoryrouter.auth.scopes import (
     parse_policy,
 )
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 
 ROOT = Path(__file__).resolve().parents[2]
-BUDGET = Budget(10_000)
+BUDGET = ResultBudget(10_000)
 
 
 def _binder(policy: ScopePolicy) -> Binder:

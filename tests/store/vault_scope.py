@@ -64,7 +64,7 @@ NOT_VAULT_DATA = {
     "lexical_log": "a temporary table of the SQLite writer: rows its last commit changed",
     "rate_buckets": "PostgreSQL's shared rate-limit budgets, one per caller (a key, an address)",
     # The authorization server's and the explorer's state, in the same database on
-    # PostgreSQL (auth/state/store.py, auth/server/keyring.py, ui/sessions.py): the store
+    # PostgreSQL (auth/state/store.py, auth/server/signing_keys.py, ui/sessions.py): the store
     # never reads them; a grant, an identity or a session names its vault by reference (vault_ref).
     **{
         f"oauth_{name}": "the embedded authorization server's state (not the store's)"

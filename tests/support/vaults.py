@@ -16,9 +16,9 @@ from starlette.testclient import TestClient
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from mcp_memoryrouter.vault.app import create_vault_app
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
@@ -92,7 +92,7 @@ async def tools_for(vault: Vault, key: str) -> AsyncIterator[Client]:
     transport = httpx2.ASGITransport(app=vault.app)
     vault_client = VaultClient("http://vault.internal", transport=transport)
     server = build_server(
-        Binder(vault_client, load_policy(), Budget(Settings().mcp_result_tokens), key)
+        Binder(vault_client, load_policy(), ResultBudget(Settings().mcp_result_tokens), key)
     )
     try:
         async with Client(server) as client:

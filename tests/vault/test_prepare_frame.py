@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault.rules.domain import Memory, Role, ScoredMemory, Support, Tier
-from mcp_memoryrouter.vault.rules.prepare import END, PREAMBLE, Budget, build_context
+from mcp_memoryrouter.vault.rules.prepare import END, PREAMBLE, ContextSize, build_context
 from tests.support import T0, Vault
 from tests.support.store import records
 
@@ -39,7 +39,9 @@ def reflection(text: str, at: int, tier: Tier = 2, deleted: int = 0) -> ScoredMe
 
 
 def test_the_block_says_once_that_the_memories_are_records_not_instructions() -> None:
-    context, found, tokens = build_context([raw("We chose Postgres for auth.")], Budget(10, 3000))
+    context, found, tokens = build_context(
+        [raw("We chose Postgres for auth.")], ContextSize(10, 3000)
+    )
     assert context.splitlines() == [
         PREAMBLE,
         "Exact moments:",
@@ -54,7 +56,7 @@ def test_text_that_tries_to_leave_the_frame_stays_inside_its_own_string() -> Non
     hits = [raw(text, at, "system") for at, text in enumerate(BREAKOUTS)]
     hits.append(reflection(BREAKOUTS[0], 100, tier=3))
     hits.append(reflection(BREAKOUTS[2], 101, deleted=3))
-    context, found, _ = build_context(hits, Budget(20, 12_000))
+    context, found, _ = build_context(hits, ContextSize(20, 12_000))
     assert found == len(hits)
     assert sorted(records(context)) == sorted([*BREAKOUTS, BREAKOUTS[0], BREAKOUTS[2]])
     for separator in ("\u2028", "\u2029", "\u0085", "\r", "\x0b"):
@@ -64,7 +66,7 @@ def test_text_that_tries_to_leave_the_frame_stays_inside_its_own_string() -> Non
 @given(st.lists(st.text(min_size=1), min_size=1, max_size=6))
 def test_any_text_reads_back_exactly_and_alone_on_its_line(texts: list[str]) -> None:
     hits = [raw(text, at) for at, text in enumerate(texts)]
-    context, found, tokens = build_context(hits, Budget(10, 200_000))
+    context, found, tokens = build_context(hits, ContextSize(10, 200_000))
     assert records(context) == texts
     assert found == len(texts) and tokens == est_tokens(context)
 
@@ -72,21 +74,21 @@ def test_any_text_reads_back_exactly_and_alone_on_its_line(texts: list[str]) -> 
 def test_the_frame_is_paid_for_within_the_token_budget() -> None:
     text = "x" * 200
     for limit in (40, 70, 120, 200, 500):
-        context, found, tokens = build_context([raw(text, 1), raw(text, 2)], Budget(10, limit))
+        context, found, tokens = build_context([raw(text, 1), raw(text, 2)], ContextSize(10, limit))
         assert tokens <= limit
         assert tokens == est_tokens(context)
         assert found == len(records(context)) if context else found == 0
 
 
 def test_a_reflection_line_counts_its_deleted_sources_in_words_that_agree() -> None:
-    one = build_context([reflection("Ana chose Postgres.", 1, deleted=1)], Budget(10, 3000))[0]
-    two = build_context([reflection("Ana chose Postgres.", 1, deleted=2)], Budget(10, 3000))[0]
+    one = build_context([reflection("Ana chose Postgres.", 1, deleted=1)], ContextSize(10, 3000))[0]
+    two = build_context([reflection("Ana chose Postgres.", 1, deleted=2)], ContextSize(10, 3000))[0]
     assert one.splitlines()[2].endswith(" (1 of its 3 sources was deleted)")
     assert two.splitlines()[2].endswith(" (2 of its 3 sources were deleted)")
 
 
 def test_nothing_found_is_an_empty_block_without_a_frame() -> None:
-    assert build_context([], Budget(10, 3000)) == ("", 0, 0)
+    assert build_context([], ContextSize(10, 3000)) == ("", 0, 0)
 
 
 def test_prepare_over_rest_returns_the_framed_block(vault: Vault) -> None:

@@ -17,9 +17,9 @@ from psycopg import sql
 
 from mcp_memoryrouter.auth.scopes import load_policy
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.server import build_server
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.server import build_server
 from mcp_memoryrouter.vault.store.postgres.schema import migrate
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests import pg
@@ -90,7 +90,7 @@ async def test_store_memory_over_mcp_records_the_key_the_tool_acts_with(vault: V
     logger, logger_id = mint(vault, "logger")
     transport = httpx2.ASGITransport(app=vault.app)
     client = VaultClient("http://vault.internal", transport=transport)
-    server = build_server(Binder(client, load_policy(), Budget(10_000), logger + ":write"))
+    server = build_server(Binder(client, load_policy(), ResultBudget(10_000), logger + ":write"))
     try:
         async with Client(server) as mcp:
             stored = await mcp.call_tool("store_memory", {"content": "remembered over MCP"})

@@ -1,7 +1,7 @@
 """The resource-server side of /mcp: who is calling, and the HTTP answer when they may not.
 
 Which scope a tool or resource needs is decided in one place, when the call is bound to its
-vault (``mcp/binding.py``, from ``scopes.yaml``), for HTTP and stdio alike. Over HTTP that
+vault (``mcp_server/binding.py``, from ``scopes.yaml``), for HTTP and stdio alike. Over HTTP that
 decision also reaches :class:`ScopeChallenge` (:func:`refuse_scope`), which answers the
 request HTTP 403 with ``WWW-Authenticate: Bearer error="insufficient_scope", scope="…"``
 instead of the tool error, so the client can step up (MCP authorization, "Scope challenge

@@ -66,7 +66,7 @@ class MemoryKeyVerifier:
             scopes=sorted(scopes_for_key(info.read_only, info.mode)),
             subject=info.vault,
             # KEY_INFO_CLAIM marks the token as a memory key, not an OAuth grant: a key cannot
-            # step up, so what it may not do is not offered to it (mcp/binding.py). The token
+            # step up, so what it may not do is not offered to it (mcp_server/binding.py). The token
             # lives for this one request, and so does the admission VAULT_CLIENT_CLAIM holds.
             claims={
                 VAULT_KEY_CLAIM: token,

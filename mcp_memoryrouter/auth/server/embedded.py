@@ -44,7 +44,6 @@ from mcp_memoryrouter.auth.server.clients import (
     is_loopback_host,
 )
 from mcp_memoryrouter.auth.server.grants import GrantTokenVerifier
-from mcp_memoryrouter.auth.server.keyring import KeyRing
 from mcp_memoryrouter.auth.server.provider import (
     SIGN_IN_PATH,
     EmbeddedProvider,
@@ -53,6 +52,7 @@ from mcp_memoryrouter.auth.server.provider import (
 )
 from mcp_memoryrouter.auth.server.revocation import RevocationEndpoint
 from mcp_memoryrouter.auth.server.signing import Signer
+from mcp_memoryrouter.auth.server.signing_keys import SigningKeys
 from mcp_memoryrouter.auth.server.throttle import OAuthLimits, Throttle, throttled
 from mcp_memoryrouter.auth.signin import Identity, OidcProvider
 from mcp_memoryrouter.auth.state import State
@@ -81,7 +81,7 @@ class EmbeddedAuthServer:
     issuer: str
     provider: EmbeddedProvider
     verifier: GrantTokenVerifier
-    signer: Signer | KeyRing
+    signer: Signer | SigningKeys
     store: AuthStore
     routes: list[Route]
     _http: httpx2.AsyncClient
@@ -126,7 +126,7 @@ def embedded_server(
     store, signer = None, None
     if state.pool is not None:  # replicas share the state and the signing keys
         store = AuthStore.postgres(state.pool)
-        signer = KeyRing.postgres(
+        signer = SigningKeys.postgres(
             state.pool,
             state.sealer,
             signing_seconds=signing_seconds,
@@ -233,7 +233,7 @@ def build_embedded(
     server_name: str | None = None,
     sealer: Sealer | None = None,
     store: AuthStore | None = None,
-    signer: Signer | KeyRing | None = None,
+    signer: Signer | SigningKeys | None = None,
     identity_providers: Sequence[IdentityProvider] = (),
 ) -> EmbeddedAuthServer:
     """``server_name`` is what the pages call this server (default: the issuer's host). The

@@ -1,7 +1,7 @@
 """Access tokens: short-lived JWTs signed with ES256 (RFC 9068 shape), and the JWKS that
 verifies them. On SQLite the signing key lives in the data directory (0600) so tokens survive
 restarts, and never changes; on PostgreSQL replicas share a rotating set of keys
-(``auth/server/keyring.py``)."""
+(``auth/server/signing_keys.py``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ GRANT_CLAIM = "gid"  # the grant a token was issued from; the verifier looks the
 
 class TokenKeys(Protocol):
     """What signs and verifies access tokens: :class:`Signer` (one key in a file) or
-    ``keyring.KeyRing`` (keys shared in PostgreSQL, rotated)."""
+    ``signing_keys.SigningKeys`` (keys shared in PostgreSQL, rotated)."""
 
     @property
     def kid(self) -> str: ...

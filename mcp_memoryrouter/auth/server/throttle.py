@@ -109,7 +109,7 @@ class Throttle:
         return None
 
 
-class Guarded:
+class Throttled:
     """An endpoint behind the rate limits and the body cap (``page``: refusals in HTML)."""
 
     def __init__(self, app: ASGIApp, throttle: Throttle, *, page: bool, register: bool) -> None:
@@ -142,7 +142,7 @@ def throttled(routes: list[Route], throttle: Throttle) -> list[Route]:
     guarded = []
     for route in routes:
         if route.path in GUARDED_PATHS or route.path.startswith(PAGES_PREFIX):
-            app = Guarded(
+            app = Throttled(
                 route.app,
                 throttle,
                 page=route.path.startswith(PAGES_PREFIX),

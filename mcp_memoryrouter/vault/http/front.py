@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from mcp_memoryrouter import __version__, limits, schemas
 from mcp_memoryrouter.errors import InvalidRequest, too_large
 from mcp_memoryrouter.vault.http import render
-from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, Budgets, caller, throttled
+from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, RateBuckets, caller, throttled
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.dates import EARLIEST_MS, parse_moment
 from mcp_memoryrouter.vault.rules.domain import Backlog, Entry, SearchFilter, Tier
@@ -68,7 +68,7 @@ class VaultAPI:
         *,
         store_kind: str,
         max_body_bytes: int,
-        budgets: Budgets | None = None,
+        budgets: RateBuckets | None = None,
     ) -> None:
         """``budgets``: the rate limit's token buckets; None when calls are not limited."""
         self._service = service
@@ -102,7 +102,7 @@ class VaultAPI:
             return admitted
         return self._service.authenticate(call.presented())
 
-    def _take(self, budgets: Budgets, who: str) -> float | None:
+    def _take(self, budgets: RateBuckets, who: str) -> float | None:
         if budgets.blocking:
             return budgets.take(who)
         with self._taking:

@@ -34,7 +34,7 @@ def caller(key: str | None, address: str | None) -> str:
     return "addr:" + (address or "unknown")
 
 
-class Budgets(Protocol):
+class RateBuckets(Protocol):
     """Token buckets per caller: in this process (:class:`TokenBuckets`), or in the store
     every replica shares (:class:`SharedBuckets`, ``blocking``: a take is I/O)."""
 
@@ -64,7 +64,7 @@ class SharedBuckets:
         return self._take(caller, self.per_minute, self.burst)
 
 
-def throttled(buckets: Budgets, who: str, wait: float | None) -> RateLimited | None:
+def throttled(buckets: RateBuckets, who: str, wait: float | None) -> RateLimited | None:
     """The 429 when ``who``'s take (``wait``, from ``buckets.take``) found the bucket
     empty."""
     if wait is None:
@@ -78,8 +78,8 @@ def throttled(buckets: Budgets, who: str, wait: float | None) -> RateLimited | N
 
 
 __all__ = [
-    "Budgets",
     "MonotonicMs",
+    "RateBuckets",
     "SharedBuckets",
     "TokenBuckets",
     "caller",

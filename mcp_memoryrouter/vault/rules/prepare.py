@@ -25,16 +25,16 @@ Density = Literal["low", "default", "high", "xhigh"]
 
 
 @dataclass(frozen=True)
-class Budget:
+class ContextSize:
     items: int
     tokens: int
 
 
-DENSITY: dict[Density, Budget] = {
-    "low": Budget(5, 1_500),
-    "default": Budget(10, 3_000),
-    "high": Budget(20, 6_000),
-    "xhigh": Budget(40, 12_000),
+DENSITY: dict[Density, ContextSize] = {
+    "low": ContextSize(5, 1_500),
+    "default": ContextSize(10, 3_000),
+    "high": ContextSize(20, 6_000),
+    "xhigh": ContextSize(40, 12_000),
 }
 HEADINGS = {
     3: "High-level reflections (why it matters):",
@@ -53,13 +53,13 @@ FRAME_TOKENS = sum(est_tokens(text) + 1 for text in (PREAMBLE, END))  # each wit
 _LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def budget_for(density: Density, context_limit: int | None, max_tokens: int | None) -> Budget:
+def budget_for(density: Density, context_limit: int | None, max_tokens: int | None) -> ContextSize:
     """Density sets both; ``context_limit`` (1-50) overrides the count, ``max_tokens`` caps
     the tokens."""
     base = DENSITY[density]
     items = context_limit if context_limit else base.items
     tokens = min(base.tokens, max_tokens) if max_tokens else base.tokens
-    return Budget(items, tokens)
+    return ContextSize(items, tokens)
 
 
 def quoted(text: str) -> str:
@@ -92,7 +92,7 @@ def _gone(support: Support | None) -> str:
     return f" ({support.deleted} of its {support.total} sources {verb} deleted)"
 
 
-def build_context(hits: Sequence[ScoredMemory], budget: Budget) -> tuple[str, int, int]:
+def build_context(hits: Sequence[ScoredMemory], budget: ContextSize) -> tuple[str, int, int]:
     """(context, memories included, est. tokens): the best hits that fit, grouped by tier
     (insight first), oldest first within a tier, inside the frame (which the budget pays
     for too); nothing at all when no hit fits."""

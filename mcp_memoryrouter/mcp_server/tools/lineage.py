@@ -9,10 +9,17 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import Vault
-from mcp_memoryrouter.mcp.budget import Budget, largest_fit, over_budget, shaped, trim, whole_by
-from mcp_memoryrouter.mcp.catalog import READ_ONLY, ToolSpec
-from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.mcp_server.binding import Vault
+from mcp_memoryrouter.mcp_server.budget import (
+    ResultBudget,
+    largest_fit,
+    over_budget,
+    shaped,
+    trim,
+    whole_by,
+)
+from mcp_memoryrouter.mcp_server.catalog import READ_ONLY, ToolSpec
+from mcp_memoryrouter.mcp_server.errors import backend_errors
 
 SHARES = 4  # a source's text keeps at most a quarter of the budget
 
@@ -49,7 +56,7 @@ class InspectOutput(BaseModel):
     consolidated_into: list[LineageMemory] | None = None
 
 
-def _rows(rows: list[schemas.LineageRow], budget: Budget) -> list[LineageMemory]:
+def _rows(rows: list[schemas.LineageRow], budget: ResultBudget) -> list[LineageMemory]:
     cap = budget.text_share(SHARES)
     return [
         LineageMemory(
@@ -69,7 +76,9 @@ def _rows(rows: list[schemas.LineageRow], budget: Budget) -> list[LineageMemory]
     ]
 
 
-def fit_lineage(budget: Budget, found: schemas.InspectResponse, offset: int) -> CallToolResult:
+def fit_lineage(
+    budget: ResultBudget, found: schemas.InspectResponse, offset: int
+) -> CallToolResult:
     """The inspected memory with as many sources as fit; next_offset reads on from there."""
     head = InspectOutput(
         memory_id=found.memory_id,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import VaultBinding
-from mcp_memoryrouter.mcp.budget import largest_fit, trim, whole_by
-from mcp_memoryrouter.mcp.catalog import ResourceSpec
-from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.mcp_server.binding import VaultBinding
+from mcp_memoryrouter.mcp_server.budget import largest_fit, trim, whole_by
+from mcp_memoryrouter.mcp_server.catalog import ResourceSpec
+from mcp_memoryrouter.mcp_server.errors import backend_errors
 from mcp_memoryrouter.tokens import est_tokens
 
 RECENT_TOKENS = 4_000

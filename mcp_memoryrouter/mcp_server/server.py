@@ -5,10 +5,10 @@ from __future__ import annotations
 from mcp.server import MCPServer
 
 from mcp_memoryrouter import __version__
-from mcp_memoryrouter.mcp import catalog, resources
-from mcp_memoryrouter.mcp.binding import Binder
-from mcp_memoryrouter.mcp.copy import INSTRUCTIONS
-from mcp_memoryrouter.mcp.tools import connector, delete, lineage, read, reflect, write
+from mcp_memoryrouter.mcp_server import catalog, resources
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.copy import INSTRUCTIONS
+from mcp_memoryrouter.mcp_server.tools import connector, delete, lineage, read, reflect, write
 
 SERVER_NAME = "memoryrouter"
 TOOLS = (*read.TOOLS, *lineage.TOOLS, *connector.TOOLS, *write.TOOLS, *reflect.TOOLS, *delete.TOOLS)
@@ -18,7 +18,7 @@ def build_server(binder: Binder, request_state_key: bytes | None = None) -> MCPS
     """The server with every tool and resource, each call bound (and its scope checked)
     through ``binder``; stops with PolicyError when scopes.yaml and the catalog disagree.
     ``request_state_key`` seals what ``reflect_memories`` keeps between two rounds."""
-    return catalog.build_server(
+    return catalog.assemble(
         SERVER_NAME,
         __version__,
         INSTRUCTIONS,

@@ -9,11 +9,11 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import limits, schemas
-from mcp_memoryrouter.mcp.binding import Vault
-from mcp_memoryrouter.mcp.budget import shaped
-from mcp_memoryrouter.mcp.catalog import WRITES, ToolSpec
-from mcp_memoryrouter.mcp.errors import backend_errors
-from mcp_memoryrouter.mcp.secrets import find_secret
+from mcp_memoryrouter.mcp_server.binding import Vault
+from mcp_memoryrouter.mcp_server.budget import shaped
+from mcp_memoryrouter.mcp_server.catalog import WRITES, ToolSpec
+from mcp_memoryrouter.mcp_server.errors import backend_errors
+from mcp_memoryrouter.mcp_server.secrets import find_secret
 
 
 class StoreOutput(BaseModel):

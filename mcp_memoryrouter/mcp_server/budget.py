@@ -26,7 +26,7 @@ R = TypeVar("R")
 
 
 @dataclass(frozen=True)
-class Budget:
+class ResultBudget:
     tokens: int
 
     def cost(self, result: CallToolResult) -> int:

@@ -41,8 +41,8 @@ from mcp_memoryrouter.auth.scopes import (
     scopes_for_key,
 )
 from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.mcp.budget import Budget
-from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.errors import backend_errors
 from mcp_memoryrouter.schemas import KeyInfo
 
 _MODE: dict[str, str] = {
@@ -60,7 +60,7 @@ class VaultBinding:
     client: VaultClient
     scopes: frozenset[Scope]
     vault_ref: str
-    budget: Budget
+    budget: ResultBudget
     # what a checkout's contract costs at each source tier, as the last checkout measured it
     contract_tokens: dict[int, int] = field(default_factory=dict)
     # what the memory key acting may do; None when the call comes with an OAuth grant
@@ -79,7 +79,7 @@ class Binder:
         self,
         client: VaultClient,
         policy: ScopePolicy,
-        budget: Budget,
+        budget: ResultBudget,
         default_key: str | None = None,
     ) -> None:
         self.policy = policy

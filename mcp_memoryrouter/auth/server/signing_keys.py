@@ -54,7 +54,7 @@ class _Key:
     created_at: float
 
 
-class KeyRing:
+class SigningKeys:
     """Signs with the newest key, verifies with every published one, by ``kid``."""
 
     def __init__(
@@ -91,7 +91,7 @@ class KeyRing:
         signing_seconds: float,
         access_seconds: float,
         clock: Callable[[], float] = time.time,
-    ) -> KeyRing:
+    ) -> SigningKeys:
         return cls(
             pool.database(AUTH_MIGRATIONS),  # the table is one of the authorization server's
             sealer,

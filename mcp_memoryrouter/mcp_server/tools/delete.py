@@ -10,10 +10,10 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import limits, schemas
-from mcp_memoryrouter.mcp.binding import Vault
-from mcp_memoryrouter.mcp.budget import largest_fit, shaped
-from mcp_memoryrouter.mcp.catalog import DESTRUCTIVE, ToolSpec
-from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.mcp_server.binding import Vault
+from mcp_memoryrouter.mcp_server.budget import largest_fit, shaped
+from mcp_memoryrouter.mcp_server.catalog import DESTRUCTIVE, ToolSpec
+from mcp_memoryrouter.mcp_server.errors import backend_errors
 
 CONFIRMATION = "DELETE ALL MEMORIES"
 

@@ -31,7 +31,7 @@ from mcp_memoryrouter.vault.rules.domain import (
 from mcp_memoryrouter.vault.store import Store
 
 
-class Keyring:
+class MemoryKeys:
     def __init__(self, store: Store, clock: Callable[[], int]) -> None:
         self._store = store
         self._clock = clock

@@ -1,7 +1,7 @@
 """The catalog: the tools and resources the server offers, each with the scope
 ``scopes.yaml`` gives it, checked against that file and built into the server.
 
-A tool is a plain module-level function (``mcp/tools/``) listed in its module's ``TOOLS``
+A tool is a plain module-level function (``mcp_server/tools/``) listed in its module's ``TOOLS``
 with the copy a model reads; its vault binding comes in by injection (``binding.Vault``),
 which is where its scope is enforced. The published schemas are outlines: input schemas
 without generated titles, output schemas one level deep, so the catalog a host loads every
@@ -30,8 +30,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_REQUEST, ToolAnnotations
 
 from mcp_memoryrouter.auth.scopes import TOOL_HINTS, PolicyError, Scope
-from mcp_memoryrouter.mcp.binding import Binder, VaultBinding
-from mcp_memoryrouter.mcp.catalog_schema import input_outline, output_outline
+from mcp_memoryrouter.mcp_server.binding import Binder, VaultBinding
+from mcp_memoryrouter.mcp_server.catalog_schema import input_outline, output_outline
 
 # Tool annotations: exact, since hosts gate tools by them (ChatGPT offers only read tools on
 # some plans). readOnly: changes nothing; idempotent: repeating the call changes nothing more.
@@ -77,7 +77,7 @@ class ResourceSpec:
     mime_type: str = "application/json"
 
 
-def build_server(
+def assemble(
     name: str,
     version: str,
     instructions: str,

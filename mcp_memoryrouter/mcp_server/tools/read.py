@@ -10,11 +10,11 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from mcp_memoryrouter import limits, schemas
-from mcp_memoryrouter.mcp.binding import Vault
-from mcp_memoryrouter.mcp.budget import Budget, largest_fit, shaped, trim, whole_by
-from mcp_memoryrouter.mcp.catalog import READ_ONLY, ToolSpec
-from mcp_memoryrouter.mcp.copy import FITTED, TIER_GUIDE
-from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.mcp_server.binding import Vault
+from mcp_memoryrouter.mcp_server.budget import ResultBudget, largest_fit, shaped, trim, whole_by
+from mcp_memoryrouter.mcp_server.catalog import READ_ONLY, ToolSpec
+from mcp_memoryrouter.mcp_server.copy import FITTED, TIER_GUIDE
+from mcp_memoryrouter.mcp_server.errors import backend_errors
 
 EPOCH = "1970-01-01"
 
@@ -49,7 +49,7 @@ class StatusOutput(BaseModel):
     consolidation_suggestion: str | None = None
 
 
-def fitted_rows(rows: list[schemas.MemoryRow], budget: Budget) -> list[schemas.MemoryRow]:
+def fitted_rows(rows: list[schemas.MemoryRow], budget: ResultBudget) -> list[schemas.MemoryRow]:
     """``rows`` with each text cut to its share of the budget."""
     cap = budget.text_share(len(rows))
     return [
@@ -61,7 +61,7 @@ def fitted_rows(rows: list[schemas.MemoryRow], budget: Budget) -> list[schemas.M
 
 
 def fit_search(
-    budget: Budget, rows: list[schemas.MemoryRow], suggestion: str | None
+    budget: ResultBudget, rows: list[schemas.MemoryRow], suggestion: str | None
 ) -> CallToolResult:
     rows = fitted_rows(rows, budget)
     return largest_fit(
@@ -84,7 +84,7 @@ def _key(row: schemas.MemoryRow, returned: schemas.Covers, order: str) -> str:
 
 
 def fit_page(
-    budget: Budget, found: schemas.DateSearchResponse, order: str, ranked: bool
+    budget: ResultBudget, found: schemas.DateSearchResponse, order: str, ranked: bool
 ) -> CallToolResult:
     """A date page within the budget, cut as the vault cuts pages: after whole groups of rows
     sharing a paging key, the open bound of ``returned`` set to the first group left out, so

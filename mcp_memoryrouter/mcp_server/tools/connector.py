@@ -9,10 +9,10 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.mcp.binding import Vault
-from mcp_memoryrouter.mcp.budget import largest_fit, over_budget, shaped, trim
-from mcp_memoryrouter.mcp.catalog import READ_ONLY, ToolSpec
-from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.mcp_server.binding import Vault
+from mcp_memoryrouter.mcp_server.budget import largest_fit, over_budget, shaped, trim
+from mcp_memoryrouter.mcp_server.catalog import READ_ONLY, ToolSpec
+from mcp_memoryrouter.mcp_server.errors import backend_errors
 
 
 class SearchHit(BaseModel):

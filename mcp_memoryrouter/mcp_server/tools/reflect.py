@@ -35,10 +35,10 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import ModelFailure
-from mcp_memoryrouter.mcp.binding import Vault, bind_call
-from mcp_memoryrouter.mcp.budget import SETTING, Budget, shaped
-from mcp_memoryrouter.mcp.catalog import WRITES, WRITES_IDEMPOTENT, ToolSpec
-from mcp_memoryrouter.mcp.errors import backend_errors
+from mcp_memoryrouter.mcp_server.binding import Vault, bind_call
+from mcp_memoryrouter.mcp_server.budget import SETTING, ResultBudget, shaped
+from mcp_memoryrouter.mcp_server.catalog import WRITES, WRITES_IDEMPOTENT, ToolSpec
+from mcp_memoryrouter.mcp_server.errors import backend_errors
 from mcp_memoryrouter.reflect.loop import (
     MAX_BATCHES_PER_TRIGGER,
     RunReport,
@@ -78,7 +78,7 @@ class CommitOutput(BaseModel):
     consolidation_suggestion: str | None = None
 
 
-def batch_result(budget: Budget, batch: schemas.CheckoutResponse) -> CallToolResult:
+def batch_result(budget: ResultBudget, batch: schemas.CheckoutResponse) -> CallToolResult:
     """The batch as the model sees it (no source ids), or a tool error when even the
     smallest batch the vault checks out does not fit the budget."""
     result = shaped(
