@@ -65,7 +65,8 @@ class CommandModel:
                 f"cannot run the model command {self._argv[0]!r}: {type(exc).__name__}: {exc}"
             ) from exc
         if done.returncode != 0:
-            tail = done.stderr.strip()[-_STDERR_TAIL:]
+            # Some commands say why on stdout (Claude Code's ``claude -p`` when signed out)
+            tail = (done.stderr.strip() or done.stdout.strip())[-_STDERR_TAIL:]
             raise ModelFailure(f"the model command exited with status {done.returncode}: {tail}")
         return done.stdout
 

@@ -39,6 +39,13 @@ async def test_a_command_that_fails_names_its_status_and_stderr() -> None:
         await model("x")
 
 
+async def test_a_command_that_fails_saying_why_on_stdout_names_that() -> None:
+    """As ``claude -p`` does when signed out: the reason on stdout, status 1."""
+    code = "print('Not logged in · Please run /login'); raise SystemExit(1)"
+    with pytest.raises(ModelFailure, match=r"status 1: Not logged in"):
+        await CommandModel(python(code))("x")
+
+
 async def test_a_command_that_does_not_answer_in_time_is_a_model_failure() -> None:
     model = CommandModel(python("import threading; threading.Event().wait()"), timeout=0.5)
     with pytest.raises(ModelFailure, match=r"within 0\.5 s"):
