@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import code_version, table
 from bench.vault import postgres_database
-from mcp_memoryrouter.ratelimit import TokenBuckets
+from mcp_memoryrouter.edge.ratelimit import TokenBuckets
 
 CALLERS = 50
 PER_MINUTE = 10_000_000  # never refuses: the cost of a take, not of a refusal

@@ -12,7 +12,6 @@ is no local vault: /mcp proxies to that API over the network.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -26,7 +25,6 @@ from fastapi import FastAPI
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -48,15 +46,17 @@ from mcp_memoryrouter.auth.state import State
 from mcp_memoryrouter.auth.state import request_state_key as sealed_state_key
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
+from mcp_memoryrouter.edge.addresses import LOOPBACK_HOSTS, is_loopback
+from mcp_memoryrouter.edge.cors import cross_origin
+from mcp_memoryrouter.edge.forwarding import LocalOnly
+from mcp_memoryrouter.edge.ratelimit import TokenBuckets
 from mcp_memoryrouter.errors import ConfigError
-from mcp_memoryrouter.forwarding import LocalOnly
 from mcp_memoryrouter.mcp_server.binding import Binder
 from mcp_memoryrouter.mcp_server.budget import ResultBudget
 from mcp_memoryrouter.mcp_server.server import build_server
 from mcp_memoryrouter.metrics import Metrics
 from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
-from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui.explorer import Explorer
 from mcp_memoryrouter.ui.sessions import UiSessions
 from mcp_memoryrouter.vault.app import (
@@ -72,16 +72,6 @@ INTERNAL_URL = "http://vault.internal"
 # A tool call rides out a 429 that asks for at most this many seconds; a longer wait is a
 # rate_limited tool error at once (the host is waiting, and the model can say when to retry).
 MCP_LONGEST_WAIT = 2.0
-LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass
@@ -299,17 +289,6 @@ def external_issuer(settings: Settings, resource: str) -> ExternalIssuer:
     )
 
 
-def public_cors(app: ASGIApp, cors: ASGIApp) -> ASGIApp:
-    """Discovery and token endpoints answer any origin themselves; everything else goes
-    through the configured CORS policy."""
-
-    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
-        public = scope["type"] == "http" and scope["path"].startswith(PUBLIC_CORS_PREFIXES)
-        await (app if public else cors)(scope, receive, send)
-
-    return dispatch
-
-
 def create_server(
     settings: Settings,
     *,
@@ -420,14 +399,7 @@ def _serve(
     if vault_app is not None:
         routes.append(Mount("/", app=vault_app))
     app = Starlette(routes=routes, lifespan=lifespan)
-    cors = CORSMiddleware(
-        app,
-        allow_origins=settings.cors_origins,
-        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-        allow_headers=["*"],
-        expose_headers=["Mcp-Session-Id", "WWW-Authenticate"],
-    )
-    served = public_cors(app, cors)
+    served = cross_origin(app, settings.cors_origins, PUBLIC_CORS_PREFIXES)
     if explorer is not None:
         served = beside(explorer, served, transport_security(settings).allowed_hosts or [])
     if settings.auth == "none":  # no keys: every surface for clients on this machine only

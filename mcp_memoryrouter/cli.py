@@ -14,12 +14,14 @@ import click
 from mcp.server import MCPServer
 from pydantic import ValidationError
 
-from mcp_memoryrouter import __version__, edge
+from mcp_memoryrouter import __version__
 from mcp_memoryrouter.accesslog import keep_secrets_out_of_the_access_log
-from mcp_memoryrouter.app import create_server, create_stdio_server, is_loopback
+from mcp_memoryrouter.app import create_server, create_stdio_server
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.commands import main as main  # serve and stdio join it; tests use it
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.edge import connections
+from mcp_memoryrouter.edge.addresses import is_loopback
 from mcp_memoryrouter.errors import MemoryRouterError, StartupError, Unauthorized
 from mcp_memoryrouter.startup import (
     Listening,
@@ -86,11 +88,11 @@ def serve(host: str | None, port: int | None) -> None:
         None if data_dir is None else announce_serving(data_dir, settings.host, settings.port)
     )
     try:
-        edge.run(
+        connections.run(
             server.app,
             host=settings.host,
             port=settings.port,
-            limits=edge.ConnectionLimits(
+            limits=connections.ConnectionLimits(
                 settings.head_timeout_seconds,
                 settings.body_timeout_seconds,
                 settings.max_connections,

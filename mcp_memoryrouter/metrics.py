@@ -35,8 +35,9 @@ from starlette.routing import BaseRoute, Mount, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter import __version__
-from mcp_memoryrouter.asgi import send_bytes
-from mcp_memoryrouter.forwarding import is_loopback_address, relayed
+from mcp_memoryrouter.edge.addresses import is_loopback_host
+from mcp_memoryrouter.edge.forwarding import relayed
+from mcp_memoryrouter.edge.responses import send_bytes
 
 log = logging.getLogger("mcp_memoryrouter.metrics")
 
@@ -208,7 +209,11 @@ def refusal(scope: Scope, token: bytes | None, loopback: bool = False) -> tuple[
     if token is not None and bearer_matches(headers, token):
         return None
     host = next((value for name, value in headers if name == b"host"), None)
-    if loopback and relayed(scope) is None and loopback_host(host):
+    if (
+        loopback
+        and relayed(scope) is None
+        and is_loopback_host(None if host is None else host.decode("latin-1"))
+    ):
         return None
     if token is not None:
         return 401, f"/metrics needs Authorization: Bearer <{TOKEN_SETTING}>"
@@ -233,19 +238,6 @@ def bearer_matches(headers: list[tuple[bytes, bytes]], token: bytes) -> bool:
     scheme, _, credentials = presented[0].partition(b" ")
     digest = hashlib.sha256(credentials.strip()).digest()
     return scheme.lower() == b"bearer" and hmac.compare_digest(digest, token)
-
-
-def loopback_host(host: bytes | None) -> bool:
-    """A ``Host`` naming this machine (a page another site's name resolves to loopback
-    names that site instead); none at all (HTTP/1.0, refused anyway as relayed) is not."""
-    if host is None:
-        return False
-    name = host.decode("latin-1").lower()
-    if name.startswith("["):
-        name = name[1 : name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:
-        name = name.rsplit(":", 1)[0]
-    return name == "localhost" or is_loopback_address(name)
 
 
 # --- the middleware -----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from mcp_memoryrouter.cli import edge_notes
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.edge import (
+from mcp_memoryrouter.edge.connections import (
     ConnectionLimits,
     Doorway,
     GuardedH11,

@@ -15,8 +15,8 @@ from starlette.types import Scope
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.edge.forwarding import FORWARDING_HEADERS, relayed
 from mcp_memoryrouter.errors import ConfigError
-from mcp_memoryrouter.forwarding import FORWARDING_HEADERS, relayed
 from tests.support import live_server
 
 MCP = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

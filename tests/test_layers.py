@@ -27,8 +27,10 @@ ROOT = "mcp_memoryrouter"
 LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
         [
-            *["", "errors", "limits", "tokens", "private", "asgi", "ratelimit", "forwarding"],
-            *["accesslog", "abilities"],
+            *["", "errors", "limits", "tokens", "private", "accesslog", "abilities"],
+            # the HTTP edge: loopback, a request's Host and Origin, bodies, whole answers,
+            # token buckets, CORS, what gives a relayed request away
+            "edge",
         ],
         [],
     ),
@@ -102,7 +104,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     # composition roots
     "startup": (["startup"], ["foundation"]),
     # the connections serve accepts: deadlines, a cap, the proxies trusted
-    "edge": (["edge"], ["foundation"]),
+    "serve": (["edge.connections"], ["foundation"]),
     "app": (
         ["app"],
         [
@@ -115,7 +117,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         ["cli", "__main__", "commands"],
         [
             *["foundation", "schemas", "config", "rules", "store", "service", "http"],
-            *["vault root", "client", "reflect", "reflect cli", "startup", "edge", "app"],
+            *["vault root", "client", "reflect", "reflect cli", "startup", "serve", "app"],
         ],
     ),
 }
@@ -164,6 +166,13 @@ HEADERS_MODULE = "pages.headers"
 SECURITY_HEADERS = {
     *["content-security-policy", "x-frame-options", "x-content-type-options"],
     *["referrer-policy", "cross-origin-opener-policy"],
+}
+# The edge decides once what is loopback (edge/addresses.py: an address's loopback and
+# IPv4-mapped attributes are read there alone) and reads request bodies once (edge/body.py:
+# nothing else takes "http.request" messages from an ASGI receive).
+EDGE_RULES = {
+    "edge.addresses": ({"is_loopback", "ipv4_mapped"}, set()),
+    "edge.body": (set(), {"http.request"}),
 }
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "time_ns", "monotonic", "monotonic_ns"}
 
@@ -364,6 +373,20 @@ def header_violations(found: list[Module]) -> list[str]:
     ]
 
 
+def edge_violations(found: list[Module]) -> list[str]:
+    problems = []
+    for module in found:
+        for owner, (attributes, literals) in EDGE_RULES.items():
+            if module.name == owner:
+                continue
+            for node in ast.walk(module.tree):
+                if isinstance(node, ast.Attribute) and node.attr in attributes:
+                    problems.append(f"{module.name}:{node.lineno} reads .{node.attr} ({owner})")
+                elif isinstance(node, ast.Constant) and node.value in literals:
+                    problems.append(f"{module.name}:{node.lineno} reads a body ({owner})")
+    return problems
+
+
 def _text(value: str | bytes) -> str:
     return value.decode("latin-1") if isinstance(value, bytes) else value
 
@@ -440,6 +463,10 @@ def test_only_the_connection_layer_opens_databases() -> None:
 
 def test_security_headers_are_written_in_one_place() -> None:
     assert header_violations(modules()) == []
+
+
+def test_the_edge_decides_loopback_and_reads_bodies_in_one_place_each() -> None:
+    assert edge_violations(modules()) == []
 
 
 def test_no_scope_is_named_outside_the_policy() -> None:
@@ -616,6 +643,27 @@ def test_the_header_check_fails_on_a_page_setting_its_own(tmp_path: Path, source
     [problem] = header_violations(planted(tmp_path, {"auth/pages.py": source}))
     assert problem.startswith("auth.pages:1")
     assert not header_violations(planted(tmp_path, {"pages/headers.py": source}))
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        ("metrics.py", "def local(ip):\n    return ip.is_loopback\n", "edge.addresses"),
+        ("app.py", "def f(ip):\n    return ip.ipv4_mapped\n", "edge.addresses"),
+        (
+            "auth/server/throttle.py",
+            "async def f(receive):\n    return (await receive())['type'] == 'http.request'\n",
+            "edge.body",
+        ),
+    ],
+)
+def test_the_edge_check_fails_on_a_rule_written_again(
+    tmp_path: Path, where: str, source: str, expected: str
+) -> None:
+    [problem] = edge_violations(planted(tmp_path, {where: source}))
+    assert problem.endswith(f"({expected})")
+    owner = expected.replace(".", "/") + ".py"
+    assert not edge_violations(planted(tmp_path, {owner: source}))
 
 
 def test_the_scope_check_fails_on_a_scope_in_a_tool(tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memoryrouter.abilities import abilities
-from mcp_memoryrouter.asgi import foreign_origin
 from mcp_memoryrouter.auth.display import return_host, shown, visible
 from mcp_memoryrouter.auth.resource import key_info_or_none
 from mcp_memoryrouter.auth.scopes import Scope, scopes_for_key
@@ -52,6 +51,7 @@ from mcp_memoryrouter.auth.state.store import (
     digest,
 )
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.edge.requests import foreign_origin
 from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.pages.assets import STYLESHEET_PATH
 from mcp_memoryrouter.pages.assets import stylesheet as stylesheet_bytes

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 
-from mcp_memoryrouter.asgi import foreign_origin, host_allowed, repeated_header
+from mcp_memoryrouter.edge.requests import foreign_origin, host_allowed, repeated_header
 from mcp_memoryrouter.errors import Forbidden, InvalidRequest, Misdirected, UnsupportedMedia
 from mcp_memoryrouter.proxy.options import MEMORY_KEY, PROVIDER_KEY, header_text
 

@@ -47,8 +47,9 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.abilities import abilities
-from mcp_memoryrouter.asgi import error_response, read_body
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.edge.body import read_body
+from mcp_memoryrouter.edge.responses import error_response
 from mcp_memoryrouter.errors import (
     Forbidden,
     InvalidRequest,

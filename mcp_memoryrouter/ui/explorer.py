@@ -33,11 +33,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.abilities import abilities
-from mcp_memoryrouter.asgi import read_body
 from mcp_memoryrouter.auth.pages import ExplorerIdentity, IdentitySignedIn
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.store import AuthStore
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.edge.body import read_body
+from mcp_memoryrouter.edge.ratelimit import TokenBuckets
 from mcp_memoryrouter.errors import (
     Forbidden,
     MemoryRouterError,
@@ -47,7 +48,6 @@ from mcp_memoryrouter.errors import (
     Unauthorized,
 )
 from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS
-from mcp_memoryrouter.ratelimit import TokenBuckets
 from mcp_memoryrouter.ui import render, render_memory, render_overview, render_search, views
 from mcp_memoryrouter.ui.notices import Notices
 from mcp_memoryrouter.ui.render import PREFIX, Viewer, url

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import foreign_origin, host_allowed, send_bytes
+from mcp_memoryrouter.edge.requests import foreign_origin, host_allowed
+from mcp_memoryrouter.edge.responses import send_bytes
 from mcp_memoryrouter.pages.document import alert, document
 from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS, raw
 

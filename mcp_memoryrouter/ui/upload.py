@@ -11,7 +11,7 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
-from mcp_memoryrouter.asgi import read_body
+from mcp_memoryrouter.edge.body import read_body
 
 FIELDS = 8  # the fields the import form has, and then some
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_memoryrouter import schemas
-from mcp_memoryrouter.asgi import host_allowed
+from mcp_memoryrouter.edge.requests import host_allowed
 from mcp_memoryrouter.ui import render, render_memory, views
 
 VIEWER = render.Viewer("vr_x", read_only=False, csrf="t")

@@ -22,10 +22,11 @@ from typing import cast
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import repeated_header, send_json
 from mcp_memoryrouter.auth.resource.memory_keys import looks_like_memory_key
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, SCOPE_WORDS
 from mcp_memoryrouter.auth.scopes import Scope as OAuthScope
+from mcp_memoryrouter.edge.requests import repeated_header
+from mcp_memoryrouter.edge.responses import send_json
 from mcp_memoryrouter.pages.document import PRODUCT
 
 # JSON-RPC 2.0 leaves -32000 to -32099 to servers; MCP keeps -32000 to -32019 for

@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from mcp_memoryrouter.edge.addresses import IPAddress, is_loopback_address, unmapped
+
 # (host, port) -> the addresses it resolves to, as strings
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 # What the C library's inet_aton reads as an IPv4 address besides dotted quads: shorthand
@@ -45,13 +46,6 @@ def literal_address(host: str) -> IPAddress | None:
         return None
 
 
-def unmapped(address: IPAddress) -> IPAddress:
-    """An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is the IPv4 address it carries."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
 def is_public(address: IPAddress) -> bool:
     """Globally routable unicast: not loopback, private, link-local, site-local, multicast,
     reserved, unspecified or shared (100.64/10), nor 6to4 for any of those."""
@@ -66,13 +60,9 @@ def is_public(address: IPAddress) -> bool:
         or address.is_reserved
         or address.is_unspecified
         or address.is_link_local
-        or address.is_loopback
+        or is_loopback_address(address)
         or address.is_private
     )
-
-
-def is_loopback_address(address: IPAddress) -> bool:
-    return unmapped(address).is_loopback
 
 
 def allowed_address(address: IPAddress, *, allow_loopback: bool) -> bool:

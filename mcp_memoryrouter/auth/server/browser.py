@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_memoryrouter.auth.server.clients import is_loopback_host
 from mcp_memoryrouter.auth.server.provider import REQUEST_SECONDS
+from mcp_memoryrouter.edge.addresses import is_loopback
 
 FLOW_COOKIE = "memoryrouter_flow"
 # binds a sign-in the explorer started to its browser, until the provider sends it back
@@ -44,7 +44,7 @@ class Cookies:
         development server runs without TLS), so it is never sent in clear across a network."""
         parts = urlsplit(issuer)
         https = parts.scheme == "https"
-        return cls(flow_secure=https, session_secure=https or not is_loopback_host(parts.hostname))
+        return cls(flow_secure=https, session_secure=https or not is_loopback(parts.hostname))
 
     def set_flow(self, response: Response, secret: str) -> None:
         self._set(response, FLOW_COOKIE, secret, REQUEST_SECONDS, self.flow_secure)

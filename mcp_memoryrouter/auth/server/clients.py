@@ -24,13 +24,12 @@ from mcp_memoryrouter.auth.scopes import ALL_SCOPES
 from mcp_memoryrouter.auth.server.addresses import (
     Resolver,
     allowed_address,
-    is_loopback_address,
     literal_address,
     system_resolver,
     vetted_address,
 )
+from mcp_memoryrouter.edge.addresses import is_loopback, is_loopback_address
 
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # ChatGPT's callback carries a per-connector id that changes when a connector is recreated.
 CHATGPT_PREFIX = "https://chatgpt.com/connector/oauth/"
 DOCUMENT_LIMIT = 64 * 1024  # bytes of one client ID metadata document
@@ -43,17 +42,13 @@ UNUSED_CLIENT_SECONDS = 86_400  # a registration no one authorized with within a
 URI_FIELDS = ("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri")
 
 
-def is_loopback_host(host: str | None) -> bool:
-    return (host or "").lower() in LOOPBACK_HOSTS
-
-
 def redirect_matches(registered: str, requested: str) -> bool:
     """Exact match, except that loopback redirects may use any port (RFC 8252 §7.3) and a
     ChatGPT connector callback matches any other ChatGPT connector callback."""
     if registered == requested:
         return True
     reg, req = urlsplit(registered), urlsplit(requested)
-    if req.scheme == "http" and is_loopback_host(req.hostname):
+    if req.scheme == "http" and is_loopback(req.hostname):
         return (reg.scheme, reg.hostname, reg.path or "/", reg.query) == (
             req.scheme,
             req.hostname,
@@ -109,7 +104,7 @@ def redirect_uri_problem(uri: str) -> str | None:
     if scheme == "https":
         return None if host else "has no host"
     if scheme == "http":
-        return None if is_loopback_host(host) else "is http off loopback (use https)"
+        return None if is_loopback(host) else "is http off loopback (use https)"
     if "." in scheme:
         return None  # com.example.app:/callback
     return "must be https, http on loopback, or a reverse-domain scheme like com.example.app"

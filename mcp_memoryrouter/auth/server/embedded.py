@@ -41,7 +41,6 @@ from mcp_memoryrouter.auth.server.addresses import Resolver, system_resolver
 from mcp_memoryrouter.auth.server.clients import (
     DocumentFetching,
     MetadataDocuments,
-    is_loopback_host,
 )
 from mcp_memoryrouter.auth.server.grants import GrantTokenVerifier
 from mcp_memoryrouter.auth.server.provider import (
@@ -59,6 +58,7 @@ from mcp_memoryrouter.auth.state import State
 from mcp_memoryrouter.auth.state.sealing import Sealer
 from mcp_memoryrouter.auth.state.store import AUTH_DB_FILE, AuthStore
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.edge.addresses import is_loopback
 from mcp_memoryrouter.pages.assets import STYLESHEET_PATH
 
 __all__ = [
@@ -246,7 +246,7 @@ def build_embedded(
     http = http or httpx2.AsyncClient()
     documents = MetadataDocuments(
         http,
-        allow_loopback=is_loopback_host(httpx2.URL(issuer).host),
+        allow_loopback=is_loopback(httpx2.URL(issuer).host),
         clock=clock,
         resolver=resolver,
     )

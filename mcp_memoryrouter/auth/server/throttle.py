@@ -16,11 +16,12 @@ import math
 from dataclasses import dataclass
 
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import send_bytes
+from mcp_memoryrouter.edge.body import read_body, replay
+from mcp_memoryrouter.edge.ratelimit import MonotonicMs, TokenBuckets
+from mcp_memoryrouter.edge.responses import send_bytes
 from mcp_memoryrouter.pages.headers import REFUSAL_HEADERS, raw
-from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
 
 GUARDED_PATHS = frozenset({"/authorize", "/token", "/revoke", "/register"})
 PAGES_PREFIX = "/oauth/"  # the sign-in and consent pages
@@ -62,35 +63,6 @@ async def refuse(send: Send, status: int, message: str, *, page: bool, wait: int
     await send_bytes(send, status, body, [*JSON_HEADERS, *headers])
 
 
-async def capped_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None as soon as it is (or says it will be) over ``limit``."""
-    for name, value in scope.get("headers", []):
-        if name.lower() == b"content-length" and value.isdigit() and int(value) > limit:
-            return None
-    body = bytearray()
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if len(body) > limit:
-            return None
-        if message["type"] != "http.request" or not message.get("more_body"):
-            return bytes(body)
-
-
-def replaying(body: bytes, receive: Receive) -> Receive:
-    """A receive that hands the app the body already read, then the client's next events."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
-
-
 class Throttle:
     def __init__(self, limits: OAuthLimits | None, clock: MonotonicMs) -> None:
         self._all = buckets(limits.per_minute, limits.per_minute, clock) if limits else None
@@ -128,12 +100,12 @@ class Throttled:
             await refuse(send, 429, text, page=self._page, wait=wait)
             return
         if scope["method"] == "POST":
-            body = await capped_body(scope, receive, BODY_LIMIT)
+            body = await read_body(receive, BODY_LIMIT, scope=scope)
             if body is None:
                 text = f"The request body is over {BODY_LIMIT} bytes: send less."
                 await refuse(send, 413, text, page=self._page, wait=None)
                 return
-            receive = replaying(body, receive)
+            receive = replay(body, receive)
         await self.app(scope, receive, send)
 
 

@@ -15,7 +15,8 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.asgi import error_response, read_body, replay
+from mcp_memoryrouter.edge.body import read_body, replay
+from mcp_memoryrouter.edge.responses import error_response
 from mcp_memoryrouter.errors import InvalidRequest, MemoryRouterError, too_large
 from mcp_memoryrouter.vault.http.front import Call, VaultAPI
 from mcp_memoryrouter.vault.http.presented import presented_key

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mcp_memoryrouter.asgi import repeated_header
+from mcp_memoryrouter.edge.requests import repeated_header
 from mcp_memoryrouter.errors import InvalidRequest
 
 # In the order they are read: the first one present wins.

@@ -15,8 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Protocol
 
+from mcp_memoryrouter.edge.ratelimit import MonotonicMs, TokenBuckets
 from mcp_memoryrouter.errors import RateLimited
-from mcp_memoryrouter.ratelimit import MonotonicMs, TokenBuckets
 from mcp_memoryrouter.vault.rules.access import hash_key, split_mode
 
 # /healthz: load balancers probe it. /v1/keys/current: how /mcp authenticates a key (on

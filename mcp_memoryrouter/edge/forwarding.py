@@ -17,11 +17,10 @@ forwarding headers rewrite it only when the connection comes from a proxy named 
 
 from __future__ import annotations
 
-import ipaddress
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_memoryrouter.asgi import send_json
+from mcp_memoryrouter.edge.addresses import is_loopback_peer
+from mcp_memoryrouter.edge.responses import send_json
 from mcp_memoryrouter.errors import ProxiedRequest
 
 # What proxies, load balancers, CDNs and tunnels add to a request they relay (RFC 7239
@@ -36,17 +35,6 @@ FORWARDING_HEADERS = frozenset(
 AUTH_SETTING = "MEMORYROUTER_AUTH"
 
 
-def is_loopback_address(address: str) -> bool:
-    """127.0.0.0/8, ::1, and an IPv4-mapped loopback (::ffff:127.0.0.1); not a name."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped.is_loopback
-    return ip.is_loopback
-
-
 def relayed(scope: Scope) -> str | None:
     """What shows that this request did not come straight from a client on this machine
     (a forwarding header, HTTP/1.0, a client address that is not loopback), or None."""
@@ -58,7 +46,7 @@ def relayed(scope: Scope) -> str | None:
     client = scope.get("client")
     if not client:
         return "it has no client address (a Unix socket: anyone may be behind it)"
-    if not is_loopback_address(str(client[0])):
+    if not is_loopback_peer(str(client[0])):
         return f"it comes from {client[0]}, not from this machine"
     return None
 

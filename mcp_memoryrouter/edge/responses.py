@@ -1,0 +1,42 @@
+"""Whole answers from middleware, before or instead of an app: JSON, bytes, and the error
+envelope with the headers its status owes the caller."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.responses import JSONResponse
+from starlette.types import Send
+
+from mcp_memoryrouter.errors import MemoryRouterError, RateLimited
+
+
+async def send_json(
+    send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    payload = json.dumps(body).encode()
+    json_type = (b"content-type", b"application/json")
+    await send_bytes(send, status, payload, [json_type, *(headers or [])])
+
+
+async def send_bytes(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """A whole response from an ASGI middleware: ``headers`` plus the body's length."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def error_response(error: MemoryRouterError) -> JSONResponse:
+    """The error envelope with its status (and the header a 401 or a 429 owes its caller)."""
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else {}
+    if isinstance(error, RateLimited):
+        headers["Retry-After"] = str(error.details.get("retry_after", 1))
+    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
