@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio.to_thread
 import httpx2
@@ -57,6 +58,8 @@ from mcp_memoryrouter.mcp_server.server import build_server
 from mcp_memoryrouter.metrics import Metrics
 from mcp_memoryrouter.private import open_private, private_dir, private_file
 from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
+from mcp_memoryrouter.reflector.provider import Provider, ProviderModel, key_from_file
+from mcp_memoryrouter.reflector.runs import ServerReflector, Timing
 from mcp_memoryrouter.ui.explorer import Explorer
 from mcp_memoryrouter.ui.sessions import UiSessions
 from mcp_memoryrouter.vault.app import (
@@ -353,6 +356,7 @@ def _serve(
     documents: DocumentFetching | None = None,
 ) -> Server:
     client = vault_client(settings, vault_app)
+    reflector = server_reflector(settings, vault_app)
     policy = load_policy()
     default_key = local_key(settings, service) if settings.auth == "none" else None
     binder = Binder(client, policy, ResultBudget(settings.mcp_result_tokens), default_key)
@@ -385,7 +389,7 @@ def _serve(
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
+        async with mcp.session_manager.run(), reflecting(reflector):
             yield
         if oauth is not None:
             await oauth.aclose()
@@ -405,6 +409,43 @@ def _serve(
     if settings.auth == "none":  # no keys: every surface for clients on this machine only
         served = LocalOnly(served)
     return Server(observed(settings, served, app, vault_app), client, service, oauth)
+
+
+def server_reflector(settings: Settings, vault_app: FastAPI | None) -> ServerReflector[Any] | None:
+    """With MEMORYROUTER_REFLECTOR_URL, the server's reflector, the consolidator of the
+    vault's front (docs/reflector.md); without, none."""
+    if not settings.reflector_url:
+        return None
+    if vault_app is None:
+        raise ConfigError(
+            "MEMORYROUTER_REFLECTOR_URL consolidates the vault this server serves: set it on "
+            "the server that serves the vault, not with MEMORYROUTER_API_URL"
+        )
+    if not settings.reflector_model:
+        raise ConfigError(
+            "MEMORYROUTER_REFLECTOR_URL needs MEMORYROUTER_REFLECTOR_MODEL, the model to ask"
+        )
+    if settings.reflector_key and settings.reflector_key_file:
+        raise ConfigError(
+            "give MEMORYROUTER_REFLECTOR_KEY or MEMORYROUTER_REFLECTOR_KEY_FILE, not both"
+        )
+    key_file = settings.reflector_key_file
+    provider = Provider(
+        settings.reflector_url,
+        settings.reflector_format,
+        settings.reflector_model,
+        key_from_file(key_file) if key_file else settings.reflector_key,
+        settings.reflector_timeout_seconds,
+    )
+    timing = Timing(settings.reflector_cooldown_seconds, settings.reflector_backoff_seconds)
+    reflector = ServerReflector(ProviderModel(provider), in_process(vault_app).acting_for, timing)
+    front_of(vault_app).consolidator = reflector
+    return reflector
+
+
+def reflecting(reflector: ServerReflector[Any] | None) -> AbstractAsyncContextManager[None]:
+    """The reflector's runs while the server runs."""
+    return nullcontext() if reflector is None else reflector.running()
 
 
 def entrance(explorer: Explorer | None) -> list[BaseRoute]:

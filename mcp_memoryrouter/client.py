@@ -135,6 +135,25 @@ class VaultClient:
             "POST", "/v1/memory/consolidate/commit", body, schemas.CommitResponse
         )
 
+    async def consolidate_run(
+        self, body: schemas.ConsolidateRunRequest
+    ) -> schemas.ConsolidateRunResponse:
+        return await self._call(
+            "POST", "/v1/memory/consolidate/run", body, schemas.ConsolidateRunResponse
+        )
+
+    async def server_reflector(self) -> schemas.ServerReflector:
+        return await self._call(
+            "GET", "/v1/memory/consolidate/server", None, schemas.ServerReflector
+        )
+
+    async def set_server_reflector(
+        self, body: schemas.ServerReflectorRequest
+    ) -> schemas.ServerReflector:
+        return await self._call(
+            "POST", "/v1/memory/consolidate/server", body, schemas.ServerReflector
+        )
+
     async def import_reflections(
         self, body: schemas.ImportReflectionsRequest
     ) -> schemas.ImportReflectionsResponse:

@@ -132,6 +132,24 @@ class Settings(BaseSettings):
     proxy_max_body_bytes: int = Field(default=limits.PROXY_MAX_BODY_BYTES, ge=1024)
     # the most of a provider's answer held to be stored; a larger one is relayed, not stored
     proxy_max_answer_bytes: int = Field(default=limits.PROXY_MAX_ANSWER_BYTES, ge=1024)
+    # the server's reflector (docs/reflector.md): a model that consolidates each vault on the
+    # debt suggestion (and on "consolidate now"); no URL, no reflector. The URL is the
+    # provider's base (an OpenAI-compatible server, Anthropic's or Google's API); the key is
+    # given here, or in a file only the server's user may read (0600)
+    reflector_url: str | None = None
+    reflector_format: Literal["openai", "anthropic", "google"] = "openai"
+    reflector_model: str | None = None
+    reflector_key: str | None = Field(default=None, repr=False)
+    reflector_key_file: Path | None = None
+    reflector_timeout_seconds: float = Field(default=limits.REFLECTOR_CALL_SECONDS, gt=0, le=3600)
+    # seconds between a run that committed and the next triggered one, and after a failed
+    # run (doubled per failure in a row, up to 6 hours or the provider's Retry-After)
+    reflector_cooldown_seconds: float = Field(
+        default=limits.REFLECTOR_COOLDOWN_SECONDS, ge=0, le=86_400
+    )
+    reflector_backoff_seconds: float = Field(
+        default=limits.REFLECTOR_BACKOFF_SECONDS, ge=0, le=86_400
+    )
 
     @property
     def base_url(self) -> str:

@@ -63,6 +63,17 @@ ENTRY_CHARS_MIN, ENTRY_CHARS_MAX = 1, 8_000  # an entry's text, after trimming
 SAMPLED_BATCH_TOKENS = 12_000  # a batch reflect_memories asks the host's model to reflect on
 SAMPLED_ANSWER_TOKENS = 8_192  # and what it lets that model write for one batch
 
+# --- the server's reflector (docs/reflector.md) ------------------------------------------
+REFLECTOR_COOLDOWN_SECONDS = 1_800  # after a completed run, as the connectors' cooldown
+REFLECTOR_BACKOFF_SECONDS = 60  # after a failed run; doubled per failure in a row...
+REFLECTOR_BACKOFF_MAX_SECONDS = 21_600  # ...up to this (or the provider's Retry-After)
+REFLECTOR_RUN_SECONDS = 1_200  # one run's hold on its vault, across replicas (a crashed
+# replica's hold runs out like the connectors' stale lockfile)
+REFLECTOR_CALL_SECONDS = 120  # a provider's answer to one batch (the setting's default)
+REFLECTOR_ANSWER_TOKENS = 8_192  # what the model may write for one batch (Anthropic asks)
+REFLECTOR_ERROR_CHARS = 300  # the last error kept for stats
+CONSOLIDATE_NOW_TOKENS = 10_000  # "consolidate now": a batch's default max_tokens
+
 # --- reflection debt --------------------------------------------------------------------
 DEBT_THRESHOLD_TOKENS = 50_000  # raw tokens worth...
 DEBT_THRESHOLD_IMPORTANCE = 150  # ...this much importance; a suggestion from here on

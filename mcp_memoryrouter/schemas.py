@@ -435,6 +435,55 @@ class CommitResponse(BaseModel):
     reflection: Reflection
 
 
+class ConsolidateRunRequest(_Request):
+    max_tokens: Annotated[
+        TokenLimit | None,
+        Field(
+            description="Each batch's token cap, clamped to "
+            f"{limits.CHECKOUT_TOKENS_MIN:,}-{limits.CHECKOUT_TOKENS_MAX:,} as checkout's; "
+            f"default {limits.CONSOLIDATE_NOW_TOKENS:,}."
+        ),
+    ] = None
+
+
+class ConsolidateRunResponse(BaseModel):
+    """What the server's reflector did for this vault now (docs/reflector.md)."""
+
+    batches: int = Field(description="Batches committed.")
+    reflections: int = Field(description="Reflections those batches created.")
+    memories: int = Field(description="Memories those batches consolidated.")
+    stopped: str = Field(
+        description="Why the run ended: nothing_to_consolidate, all_leased, batch_limit, "
+        "below_threshold, batch_failed (docs/consolidation.md)."
+    )
+    message: str = Field(description="What happened, in a sentence.")
+    reflection: Reflection
+
+
+class ServerReflector(BaseModel):
+    """The server's reflector and this vault (docs/reflector.md)."""
+
+    configured: bool = Field(description="Whether this server has a reflector at all.")
+    enabled: bool = Field(
+        description="Whether it may consolidate this vault (false: its owner consolidates "
+        "with their own model)."
+    )
+    running: bool = Field(description="Whether a run holds the vault now.")
+    last_run: str | None
+    last_outcome: str | None = Field(description="The last run's stop reason.")
+    last_error: str | None = Field(description="Why the last run failed (null after a good one).")
+    last_batches: int
+    last_reflections: int
+    failures: int = Field(description="Failed runs in a row.")
+    next_run_after: str | None = Field(
+        description="No run on the debt suggestion before then (the cooldown, or the backoff)."
+    )
+
+
+class ServerReflectorRequest(_Request):
+    enabled: StrictBool
+
+
 class ImportReflectionsResponse(BaseModel):
     created: list[CreatedReflection]
     reflection: Reflection
@@ -508,6 +557,7 @@ class StatsResponse(BaseModel):
     newest: str | None
     pending_embeddings: int = Field(description="Rows still waiting for their vectors.")
     reflection: Reflection
+    server_reflector: ServerReflector | None = None
 
 
 BucketSize = Literal["day", "week", "month"]
@@ -542,12 +592,22 @@ class UsageBucket(BaseModel):
     deletion_tokens: int
 
 
+class ReflectorUsage(BaseModel):
+    """What the server's reflector sent its model provider and received back: not part of
+    the vault's metered tokens (``totals``); the provider bills them to the operator."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
 class UsageResponse(BaseModel):
     vault: str
     period: Covers
     totals: UsageBucket
     by_endpoint: dict[str, UsageBucket]
     by_session: dict[str, UsageBucket]
+    reflector: ReflectorUsage = Field(default_factory=ReflectorUsage)
 
 
 class MarkConsolidatedResponse(BaseModel):

@@ -85,6 +85,9 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "reflect cli": (["reflect.cli"], ["foundation", "schemas", "client", "reflect", "transfer"]),
     # the chat proxy: provider calls with memory, the vault over HTTP like the MCP side
     "proxy": (["proxy"], ["foundation", "schemas", "client"]),
+    # the server's reflector: the consolidation loop with a provider's model, the vault over
+    # the HTTP client (carried in process), the provider's shapes from the chat proxy's formats
+    "reflector": (["reflector"], ["foundation", "schemas", "client", "reflect", "proxy"]),
     # the explorer's pages: the vault over HTTP too; its sessions seal keys as auth does,
     # and its upload imports an export as the import command does (transfer)
     "ui": (
@@ -110,7 +113,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
         [
             *["foundation", "schemas", "config", "client", "auth", "mcp", "proxy", "ui"],
             *["auth state", "auth resource", "auth signin", "auth server"],
-            *["service", "vault root", "metrics"],
+            *["service", "vault root", "metrics", "reflector"],
         ],
     ),
     "cli": (

@@ -195,12 +195,14 @@ async def backfill(
     max_batches: int | None = None,
     max_tokens: int | None = None,
     on_batch: Callable[[BatchResult], None] | None = None,
+    max_failures: int = MAX_FAILURES_IN_A_ROW,
 ) -> RunReport:
     """Consolidate ``tier`` until its debt is below the server's threshold (or until nothing
     of it is left, with ``until_empty``: a small vault's memories too).
 
     A failed batch is reported and the loop moves on to the next oldest memories; after
-    three failures in a row the model is clearly not answering and the loop stops.
+    ``max_failures`` failures in a row (three: the model is clearly not answering) the loop
+    stops.
     """
     batches: list[BatchResult] = []
     debt = (await client.stats()).reflection
@@ -217,7 +219,7 @@ async def backfill(
         if on_batch is not None:
             on_batch(result)
         failures = 0 if result.committed else failures + 1
-        if failures >= MAX_FAILURES_IN_A_ROW:
+        if failures >= max_failures:
             return RunReport(tuple(batches), "batch_failed", debt)
         if result.reflection is not None:
             debt = result.reflection

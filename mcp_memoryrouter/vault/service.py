@@ -26,6 +26,7 @@ from mcp_memoryrouter.vault.rules import (
 )
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.domain import (
+    REFLECTOR_ENDPOINT,
     Backlog,
     Batch,
     CommitOutcome,
@@ -38,7 +39,10 @@ from mcp_memoryrouter.vault.rules.domain import (
     KeyRecord,
     Lineage,
     NewRaw,
+    ReflectorRuns,
     Role,
+    RunEnded,
+    RunOutcome,
     ScoredMemory,
     SearchFilter,
     SourceTier,
@@ -450,6 +454,56 @@ class VaultService:
     def usage(self, access: Access, from_ms: int, to_ms: int) -> list[UsageLine]:
         access.require_read()
         return self._store.usage(access.vault_id, from_ms, to_ms)
+
+    # --- the server's reflector (docs/reflector.md) ------------------------------------
+
+    def reflector_runs(self, access: Access) -> ReflectorRuns:
+        access.require_read()
+        return self._store.reflector_runs(access.vault_id)
+
+    def may_reflect(self, access: Access) -> ReflectorRuns:
+        """A run asked for now checks out and commits: a key that may do both."""
+        access.require_full()
+        return self._store.reflector_runs(access.vault_id)
+
+    def claim_reflector(
+        self, access: Access, holder: str, hold_ms: int, *, triggered: bool
+    ) -> ReflectorRuns | None:
+        """Hold the vault for one run of the server's reflector for ``hold_ms`` (see
+        ``store/reflector.claim``); None when it may not run now."""
+        access.require_full()
+        now = self._clock()
+        return self._store.claim_reflector(
+            access.vault_id, holder, now, now + hold_ms, triggered=triggered
+        )
+
+    def finish_reflector(
+        self, access: Access, holder: str, ended: RunOutcome, wait_ms: int
+    ) -> None:
+        """Release the hold; no triggered run for ``wait_ms`` (the cooldown, or the
+        backoff after a failure)."""
+        now = self._clock()
+        self._store.finish_reflector(
+            access.vault_id,
+            holder,
+            RunEnded(
+                now, ended.outcome, now + wait_ms, ended.error, ended.batches, ended.reflections
+            ),
+        )
+        spent = [
+            event
+            for sent, received in ended.calls
+            for event in (
+                UsageEvent(REFLECTOR_ENDPOINT, "provider_input", sent),
+                UsageEvent(REFLECTOR_ENDPOINT, "provider_output", received),
+            )
+        ]
+        self._store.record_usage(access.vault_id, spent, now)
+
+    def enable_reflector(self, access: Access, enabled: bool) -> ReflectorRuns:
+        """Whether the server's reflector may consolidate this vault (a read-write key)."""
+        access.require_full()
+        return self._store.enable_reflector(access.vault_id, enabled)
 
     def pending_embeddings(self, access: Access) -> int:
         return self._store.pending_embeddings(access.vault_id)

@@ -184,6 +184,43 @@ def commit(
 
 
 @router.post(
+    "/v1/memory/consolidate/run",
+    response_model=schemas.ConsolidateRunResponse,
+    tags=["reflect"],
+    responses={502: {"model": schemas.ErrorEnvelope}},
+)
+def consolidate_run(
+    body: schemas.ConsolidateRunRequest, access: Key, front: Front
+) -> schemas.ConsolidateRunResponse:
+    """Consolidate this vault now with the server's reflector (docs/reflector.md), below
+    the debt threshold too: at most three batches of ``max_tokens`` each. 409 when the
+    server has no reflector, the vault's owner turned it off, or a run holds the vault;
+    502 when the model provider failed and nothing was committed."""
+    return front.consolidate_run(access, body)
+
+
+@router.get(
+    "/v1/memory/consolidate/server", response_model=schemas.ServerReflector, tags=["reflect"]
+)
+def server_reflector(access: Key, front: Front) -> schemas.ServerReflector:
+    """The server's reflector and this vault: whether it may consolidate it, and its last
+    run."""
+    return front.server_reflector(access)
+
+
+@router.post(
+    "/v1/memory/consolidate/server", response_model=schemas.ServerReflector, tags=["reflect"]
+)
+def set_server_reflector(
+    body: schemas.ServerReflectorRequest, access: Key, front: Front
+) -> schemas.ServerReflector:
+    """Turn the server's reflector on or off for this vault (a read-write key): a vault
+    whose owner consolidates with their own model is never also consolidated by the
+    server."""
+    return front.set_server_reflector(access, body)
+
+
+@router.post(
     "/v1/memory/import-reflections",
     response_model=schemas.ImportReflectionsResponse,
     tags=["reflect"],

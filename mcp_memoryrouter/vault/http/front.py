@@ -26,14 +26,22 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from mcp_memoryrouter import __version__, limits, schemas
-from mcp_memoryrouter.errors import InvalidRequest, too_large
+from mcp_memoryrouter.errors import Conflict, InvalidRequest, too_large
 from mcp_memoryrouter.vault.http import render
 from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, RateBuckets, caller, throttled
 from mcp_memoryrouter.vault.rules.access import Access
 from mcp_memoryrouter.vault.rules.dates import EARLIEST_MS, parse_moment
-from mcp_memoryrouter.vault.rules.domain import Backlog, Entry, SearchFilter, Tier
+from mcp_memoryrouter.vault.rules.domain import (
+    Backlog,
+    Entry,
+    ReflectorRuns,
+    RunOutcome,
+    SearchFilter,
+    Tier,
+)
 from mcp_memoryrouter.vault.rules.prepare import budget_for
 from mcp_memoryrouter.vault.rules.timeline import bucket_size
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
@@ -59,6 +67,44 @@ class Call:
         return self.key
 
 
+class Consolidator(Protocol):
+    """The server's own reflector as the front sees it (``reflector/``, wired by the
+    composition root; :data:`NO_REFLECTOR` until then): whether the server has one, the
+    notice of a write that left a debt suggestion, and a run asked for now."""
+
+    configured: bool
+
+    def noticed(self, access: Access) -> None:
+        """A write by ``access`` (a key that may check out) left the vault with a debt
+        suggestion: consolidate it in the background, when its cooldown allows. Returns at
+        once, from any thread."""
+        ...
+
+    def run_now(self, access: Access, max_tokens: float | None) -> schemas.ConsolidateRunResponse:
+        """Consolidate now, below the threshold too (called on a worker thread)."""
+        ...
+
+
+class NoReflector:
+    """A server without a reflector (no ``MEMORYROUTER_REFLECTOR_URL``)."""
+
+    configured = False
+
+    def noticed(self, access: Access) -> None:
+        return None
+
+    def run_now(self, access: Access, max_tokens: float | None) -> schemas.ConsolidateRunResponse:
+        raise Conflict(
+            "this server has no reflector: its operator may give it a model "
+            "(MEMORYROUTER_REFLECTOR_URL, docs/reflector.md); or consolidate with your own "
+            "model: mcp-memoryrouter reflect --model-command '…'",
+            {"reason": "no_reflector"},
+        )
+
+
+NO_REFLECTOR = NoReflector()
+
+
 class VaultAPI:
     """The vault's operations, each after :meth:`admit` (see the module's docstring)."""
 
@@ -75,6 +121,7 @@ class VaultAPI:
         self.store_kind = store_kind
         self.max_body_bytes = max_body_bytes
         self.budgets = budgets
+        self.consolidator: Consolidator = NO_REFLECTOR  # the composition root sets it
         # Admission runs on the event loop and on worker threads alike: buckets in memory
         # are taken from under this lock (buckets in the store, by one statement each).
         self._taking = threading.Lock()
@@ -162,11 +209,11 @@ class VaultAPI:
         outcome = self._service.ingest(
             access, messages, body.session_id or session, self._embeddings(body.embeddings, model)
         )
+        debt = render.reflection(outcome.counters)
+        if debt.suggestion is not None and access.can_read and access.can_write:
+            self.consolidator.noticed(access)
         return schemas.IngestResponse(
-            stored=outcome.stored,
-            duplicates=outcome.duplicates,
-            ids=outcome.ids,
-            reflection=render.reflection(outcome.counters),
+            stored=outcome.stored, duplicates=outcome.duplicates, ids=outcome.ids, reflection=debt
         )
 
     def search(
@@ -329,7 +376,50 @@ class VaultAPI:
 
     def stats(self, access: Access) -> schemas.StatsResponse:
         service = self._service
-        return render.stats(service.stats(access), service.pending_embeddings(access))
+        found = service.stats(access)
+        return render.stats(found, service.pending_embeddings(access), self._reflector(access))
+
+    # --- the server's reflector (docs/reflector.md) ------------------------------------
+
+    def consolidate_run(
+        self, access: Access, body: schemas.ConsolidateRunRequest
+    ) -> schemas.ConsolidateRunResponse:
+        """Consolidate this vault now with the server's reflector, below the threshold
+        too: 409 when the server has none or the vault's owner turned it off."""
+        runs = self._service.may_reflect(access)
+        if self.consolidator.configured and not runs.enabled:
+            raise Conflict(
+                "the server's reflector is off for this vault (its owner consolidates with "
+                "their own model): turn it on with POST /v1/memory/consolidate/server "
+                '{"enabled": true} or mcp-memoryrouter server-reflector on',
+                {"reason": "opted_out"},
+            )
+        return self.consolidator.run_now(access, body.max_tokens)
+
+    def server_reflector(self, access: Access) -> schemas.ServerReflector:
+        return self._reflector(access)
+
+    def set_server_reflector(
+        self, access: Access, body: schemas.ServerReflectorRequest
+    ) -> schemas.ServerReflector:
+        """Turn the server's reflector on or off for this vault (a read-write key)."""
+        runs = self._service.enable_reflector(access, body.enabled)
+        return render.server_reflector(runs, self.consolidator.configured, self._service.now())
+
+    def claim_reflector(
+        self, access: Access, holder: str, hold_ms: int, *, triggered: bool
+    ) -> ReflectorRuns | None:
+        """The reflector's hold on the vault for one run (no route: the server's own)."""
+        return self._service.claim_reflector(access, holder, hold_ms, triggered=triggered)
+
+    def finish_reflector(
+        self, access: Access, holder: str, ended: RunOutcome, wait_ms: int
+    ) -> None:
+        self._service.finish_reflector(access, holder, ended, wait_ms)
+
+    def _reflector(self, access: Access) -> schemas.ServerReflector:
+        runs = self._service.reflector_runs(access)
+        return render.server_reflector(runs, self.consolidator.configured, self._service.now())
 
     def timeline(self, access: Access, bucket: str = "month") -> schemas.TimelineResponse:
         return render.timeline(self._service.timeline(access, bucket_size(bucket)))

@@ -16,7 +16,7 @@ sends that call over HTTP.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -28,6 +28,7 @@ from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.vault.http.boundary import unexpected
 from mcp_memoryrouter.vault.http.front import Call, VaultAPI
 from mcp_memoryrouter.vault.rules.access import Access
+from mcp_memoryrouter.vault.rules.domain import RunOutcome
 
 M = TypeVar("M", bound=BaseModel)
 B = TypeVar("B", bound=BaseModel)
@@ -99,6 +100,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/v1/memory/inspect"): _with_body(schemas.InspectRequest, VaultAPI.inspect),
     ("POST", "/v1/memory/delete-ids"): _with_body(schemas.DeleteIdsRequest, VaultAPI.delete_ids),
     ("DELETE", "/v1/memory"): _keyed(VaultAPI.wipe),
+    ("POST", "/v1/memory/consolidate/run"): _with_body(
+        schemas.ConsolidateRunRequest, VaultAPI.consolidate_run
+    ),
+    ("GET", "/v1/memory/consolidate/server"): _keyed(VaultAPI.server_reflector),
+    ("POST", "/v1/memory/consolidate/server"): _with_body(
+        schemas.ServerReflectorRequest, VaultAPI.set_server_reflector
+    ),
     ("GET", "/v1/memory/stats"): _keyed(VaultAPI.stats),
     ("GET", "/v1/memory/timeline"): _keyed(VaultAPI.timeline),
     ("GET", "/v1/usage"): _keyed(VaultAPI.usage),
@@ -139,6 +147,9 @@ class InProcess:
         assert isinstance(info, schemas.KeyInfo) and access is not None
         return info, Admitted(key, access)
 
+    def acting_for(self, access: Access) -> ActingFor:
+        return ActingFor(self, access)
+
     async def _run(
         self,
         method: str,
@@ -146,11 +157,12 @@ class InProcess:
         key: str | None,
         body: BaseModel | None,
         admitted: Access | None,
+        address: str = LOOPBACK,
     ) -> tuple[BaseModel, Access | None]:
         operation = OPERATIONS[(method, path)]
         front = self._front
         size = None if body is None else len(_encoded(body))
-        call = Call(path, key, LOOPBACK, size, operation.keyed)
+        call = Call(path, key, address, size, operation.keyed)
 
         def run() -> tuple[BaseModel, Access | None]:
             access = front.admit(call, admitted)
@@ -170,3 +182,60 @@ def _encoded(body: BaseModel) -> bytes:
     """The body's bytes as the HTTP client sends them (``schemas.wire``, then httpx's own
     JSON encoding)."""
     return json.dumps(schemas.wire(body), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class ActingFor:
+    """The vault called in process with an access admitted earlier, and no key: how the
+    server's own reflector works on the vault of the write that woke it, or of the request
+    that asked for a run (``reflector/``). Its calls take the same admission (its rate-limit
+    bucket is its own: ``reflector:`` and the key's public id) and the same operations as
+    any caller's; the key itself is never kept. It also holds and releases the vault for
+    one run (:meth:`claim`, :meth:`finish`), which no route offers."""
+
+    def __init__(self, carrier: InProcess, access: Access) -> None:
+        self._carrier = carrier
+        self._access = access
+
+    @property
+    def vault_id(self) -> str:
+        return self._access.vault_id
+
+    def offers(self, method: str, path: str) -> bool:
+        return (method, path) in OPERATIONS
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        key: str | None,
+        body: BaseModel | None,
+        model: type[M],
+        admitted: object = None,
+    ) -> M:
+        address = f"reflector:{self._access.key_id}"
+        result, _ = await self._carrier._run(method, path, None, body, self._access, address)
+        return result if isinstance(result, model) else model.model_validate(result)
+
+    async def admit(self, key: str) -> tuple[schemas.KeyInfo, object]:
+        raise TypeError("ActingFor acts with an access admitted already")
+
+    def claim(self, holder: str, hold_ms: int, *, triggered: bool) -> int | None:
+        """Hold the vault for one run of ``hold_ms``: the failed runs in a row before it, or
+        None when it may not run now (blocking: the store is asked)."""
+        front = self._carrier._front
+        runs = front.claim_reflector(self._access, holder, hold_ms, triggered=triggered)
+        return None if runs is None else runs.failures
+
+    def finish(
+        self,
+        holder: str,
+        outcome: str,
+        error: str | None,
+        done: tuple[int, int],
+        calls: Sequence[tuple[int, int]],
+        wait_ms: int,
+    ) -> None:
+        """Release the hold, keeping what the run did: its stop reason, its error, the
+        batches and reflections ``done`` and the provider calls' tokens (blocking)."""
+        ended = RunOutcome(outcome, error, done[0], done[1], tuple(calls))
+        self._carrier._front.finish_reflector(self._access, holder, ended, wait_ms)

@@ -9,6 +9,7 @@ from mcp_memoryrouter import schemas
 from mcp_memoryrouter.vault.rules import contract, debt
 from mcp_memoryrouter.vault.rules.dates import format_ms
 from mcp_memoryrouter.vault.rules.domain import (
+    REFLECTOR_ENDPOINT,
     Batch,
     CommitOutcome,
     Counters,
@@ -18,6 +19,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     KeyRecord,
     Lineage,
     Memory,
+    ReflectorRuns,
     ScoredMemory,
     Stats,
     Support,
@@ -173,7 +175,24 @@ def deleted(outcome: DeleteOutcome, counters: Counters, listed: bool) -> schemas
     return body
 
 
-def stats(found: Stats, pending_embeddings: int) -> schemas.StatsResponse:
+def server_reflector(runs: ReflectorRuns, configured: bool, now_ms: int) -> schemas.ServerReflector:
+    return schemas.ServerReflector(
+        configured=configured,
+        enabled=runs.enabled,
+        running=runs.held_until_ms > now_ms,
+        last_run=None if runs.last_run_ms is None else format_ms(runs.last_run_ms),
+        last_outcome=runs.last_outcome,
+        last_error=runs.last_error,
+        last_batches=runs.last_batches,
+        last_reflections=runs.last_reflections,
+        failures=runs.failures,
+        next_run_after=format_ms(runs.next_after_ms) if runs.next_after_ms > now_ms else None,
+    )
+
+
+def stats(
+    found: Stats, pending_embeddings: int, reflector: schemas.ServerReflector | None = None
+) -> schemas.StatsResponse:
     tiers = {
         str(tier): schemas.TierStats(
             count=t.count, est_tokens=t.tokens, importance=None if tier == 1 else t.importance
@@ -189,6 +208,7 @@ def stats(found: Stats, pending_embeddings: int) -> schemas.StatsResponse:
         newest=None if found.newest_ms is None else format_ms(found.newest_ms),
         pending_embeddings=pending_embeddings,
         reflection=reflection(found.counters),
+        server_reflector=reflector,
     )
 
 
@@ -222,7 +242,11 @@ def usage(
     totals = empty()
     by_endpoint: dict[str, dict[str, int]] = {}
     by_session: dict[str, dict[str, int]] = {}
+    spent = {"calls": 0, "input_tokens": 0, "output_tokens": 0}
     for line in lines:
+        if line.endpoint == REFLECTOR_ENDPOINT:  # the provider's tokens, apart
+            _spent(spent, line)
+            continue
         _add(totals, line)
         _add(by_endpoint.setdefault(line.endpoint, empty()), line)
         if line.session_id is not None:
@@ -234,8 +258,17 @@ def usage(
             "totals": totals,
             "by_endpoint": by_endpoint,
             "by_session": by_session,
+            "reflector": spent,
         }
     )
+
+
+def _spent(spent: dict[str, int], line: UsageLine) -> None:
+    if line.kind == "provider_input":
+        spent["calls"] += line.events
+        spent["input_tokens"] += line.tokens
+    else:
+        spent["output_tokens"] += line.tokens
 
 
 def key_created(key: str, record: KeyRecord) -> schemas.KeyCreated:

@@ -11,7 +11,10 @@ Tier = Literal[1, 2, 3]
 SourceTier = Literal[1, 2]
 Role = Literal["user", "assistant", "system", "observation"]
 WriteMode = Literal["full", "write"]  # how a key that stores was presented (``:write``)
-UsageKind = Literal["storage", "retrieval", "deletion"]
+UsageKind = Literal["storage", "retrieval", "deletion", "provider_input", "provider_output"]
+# what the server's reflector sent its model provider and received back, metered apart from
+# the vault's own calls (``UsageResponse.reflector``) under this endpoint
+REFLECTOR_ENDPOINT = "reflector"
 ROLES: tuple[Role, ...] = ("user", "assistant", "system", "observation")
 
 
@@ -171,6 +174,46 @@ class Stats:
     oldest_ms: int | None
     newest_ms: int | None
     counters: Counters
+
+
+@dataclass(frozen=True)
+class ReflectorRuns:
+    """The server's reflector and one vault (docs/reflector.md): whether it may consolidate
+    the vault, whether a run holds it now, when the next triggered run may start, and what
+    the last run did."""
+
+    enabled: bool = True
+    held_until_ms: int = 0  # a run holds the vault until then
+    next_after_ms: int = 0  # no triggered run before then (the cooldown, or the backoff)
+    failures: int = 0  # failed runs in a row
+    last_run_ms: int | None = None
+    last_outcome: str | None = None  # the last run's stop reason
+    last_error: str | None = None  # why the last failed run failed (none after a good run)
+    last_batches: int = 0
+    last_reflections: int = 0
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one run of the server's reflector reports when it ends."""
+
+    outcome: str  # its stop reason (the consolidation loop's), or why it did not run
+    error: str | None = None  # None: no batch failed
+    batches: int = 0  # batches committed
+    reflections: int = 0
+    calls: tuple[tuple[int, int], ...] = ()  # tokens sent and received, per provider call
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """What one run of the server's reflector did, as it is kept for stats."""
+
+    at_ms: int
+    outcome: str
+    next_after_ms: int
+    error: str | None = None  # None: the run succeeded (and the failures in a row end)
+    batches: int = 0
+    reflections: int = 0
 
 
 @dataclass(frozen=True)

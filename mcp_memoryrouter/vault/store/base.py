@@ -34,6 +34,8 @@ from mcp_memoryrouter.vault.rules.domain import (
     Lineage,
     Memory,
     NewRaw,
+    ReflectorRuns,
+    RunEnded,
     ScoredMemory,
     SearchFilter,
     SourceTier,
@@ -46,7 +48,7 @@ from mcp_memoryrouter.vault.rules.domain import (
 from mcp_memoryrouter.vault.rules.selection import Selection
 from mcp_memoryrouter.vault.rules.window import Order, Page
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
-from mcp_memoryrouter.vault.store import backup, memories, reflect, window
+from mcp_memoryrouter.vault.store import backup, memories, reflect, reflector, window
 
 T = TypeVar("T")
 _KEYS = (
@@ -423,6 +425,24 @@ class Store(ABC):
                 [(vault_id, now_ms, e.endpoint, e.kind, e.tokens, e.session_id) for e in events],
             )
         )
+
+    # --- the server's reflector (store/reflector.py) -------------------------------------
+
+    def reflector_runs(self, vault_id: str) -> ReflectorRuns:
+        return self._read(partial(reflector.state, vault_id=vault_id))
+
+    def claim_reflector(
+        self, vault_id: str, holder: str, now_ms: int, until_ms: int, *, triggered: bool
+    ) -> ReflectorRuns | None:
+        return self._write(
+            lambda tx: reflector.claim(tx, vault_id, holder, now_ms, until_ms, triggered=triggered)
+        )
+
+    def finish_reflector(self, vault_id: str, holder: str, ended: RunEnded) -> None:
+        self._write(lambda tx: reflector.finish(tx, vault_id, holder, ended))
+
+    def enable_reflector(self, vault_id: str, enabled: bool) -> ReflectorRuns:
+        return self._write(lambda tx: reflector.enable(tx, vault_id, enabled))
 
     def usage(self, vault_id: str, from_ms: int, to_ms: int) -> list[UsageLine]:
         def work(tx: Tx) -> list[Row]:

@@ -1,0 +1,18 @@
+-- The server's reflector (docs/reflector.md), one row per vault it has met: whether it may
+-- consolidate the vault (enabled = 0: the owner consolidates with their own model), which
+-- run holds the vault now and until when (one run per vault at a time, across replicas), when
+-- the next triggered run may start (the cooldown, or the backoff after failures), and what
+-- the last run did, for stats.
+CREATE TABLE reflector_runs (
+    vault_id          TEXT PRIMARY KEY REFERENCES vaults(id),
+    enabled           INTEGER NOT NULL DEFAULT 1,
+    holder            TEXT,
+    held_until_ms     INTEGER NOT NULL DEFAULT 0,
+    next_after_ms     INTEGER NOT NULL DEFAULT 0,
+    failures          INTEGER NOT NULL DEFAULT 0,
+    last_run_ms       INTEGER,
+    last_outcome      TEXT,
+    last_error        TEXT,
+    last_batches      INTEGER NOT NULL DEFAULT 0,
+    last_reflections  INTEGER NOT NULL DEFAULT 0
+);

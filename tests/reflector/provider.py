@@ -1,0 +1,118 @@
+"""A model provider double for the server's reflector: it speaks the OpenAI chat, Anthropic
+messages and Google generateContent formats over real HTTP (the upstream seam), records
+every request, and answers as :attr:`Provider.mode` says:
+
+    ok       the entries the reflection contract asks for, one per ten memory lines, in the
+             format's own answer shape, with the format's usage counts
+    500      HTTP 500
+    429      HTTP 429 with ``Retry-After: 120``
+    slow     an answer after :attr:`Provider.delay` seconds (longer than the server waits)
+    garbage  HTTP 200 whose body is no answer of the format (and then, prose without entries)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+MEMORY_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T[0-9:.]+Z)\] (.*)$")
+TOKENS_IN, TOKENS_OUT = 1234, 56  # the usage every "ok" answer reports
+
+
+@dataclass
+class Request:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def prompt(self) -> str:
+        """The one user message's text, whatever the format."""
+        if "contents" in self.body:
+            return str(self.body["contents"][0]["parts"][0]["text"])
+        return str(self.body["messages"][0]["content"])
+
+
+@dataclass
+class Provider:
+    mode: str = "ok"
+    delay: float = 5.0
+    received: list[Request] = field(default_factory=list)
+
+    def prompts(self) -> list[str]:
+        return [r.prompt for r in self.received]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            message = await receive()
+            while message["type"] != "lifespan.shutdown":
+                await send({"type": message["type"] + ".complete"})
+                message = await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        raw = b""
+        more = True
+        while more:
+            message = await receive()
+            raw += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        request = Request(scope["path"], headers, json.loads(raw))
+        self.received.append(request)
+        status, body, extra = await self._answer(request)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), *extra],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def _answer(self, request: Request) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        if self.mode == "500":
+            return 500, b'{"error": {"message": "overloaded"}}', []
+        if self.mode == "429":
+            return 429, b'{"error": {"message": "slow down"}}', [(b"retry-after", b"120")]
+        if self.mode == "garbage":
+            return 200, b'{"unexpected": "shape"}', []
+        if self.mode == "slow":
+            await asyncio.sleep(self.delay)
+        return 200, json.dumps(shaped(request, json.dumps(entries(request.prompt)))).encode(), []
+
+
+def entries(prompt: str) -> list[dict[str, object]]:
+    lines = [m.groups() for m in map(MEMORY_LINE.match, prompt.splitlines()) if m]
+    group = max(10, -(-len(lines) // 100))
+    return [
+        {
+            "text": f"{len(part)} moments from {part[0][0][:10]}, beginning: {part[0][1][:60]}",
+            "importance": 1,  # 100 reflections stay below tier 2's threshold
+        }
+        for part in (lines[i : i + group] for i in range(0, len(lines), group))
+    ]
+
+
+def shaped(request: Request, text: str) -> dict[str, Any]:
+    """``text`` as the answer of the request's format."""
+    if request.path.endswith(":generateContent"):
+        return {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}}],
+            "usageMetadata": {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT},
+        }
+    if request.path.endswith("/messages"):
+        return {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": TOKENS_IN, "output_tokens": TOKENS_OUT},
+        }
+    return {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT},
+    }
