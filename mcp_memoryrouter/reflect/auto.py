@@ -10,7 +10,8 @@ when all of these allow it:
 
 The run itself is :func:`run_triggered` (at most three batches). Whatever happens, the
 caller gets an :class:`AutoOutcome` and never an exception; failures go to
-``consolidate.log``.
+``consolidate.log``. :func:`watch` repeats the check on an interval (``auto --watch``), for
+hosts without hooks.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import anyio
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
@@ -129,8 +132,16 @@ class AutoConsolidator:
                 max_tokens=self._max_tokens,
                 on_batch=lambda result: self._after_batch(result, lock),
             )
-        finally:
+        except anyio.get_cancelled_exc_class():
+            # Stopped from outside (``auto --watch`` on SIGTERM): the model command is killed
+            # and the open batch never committed; its lease returns the memories to the pool.
+            # Not a completed run, so no cooldown follows.
+            self._log.write("run abandoned: stopped; an open batch's lease will expire")
+            raise
+        except Exception:
             self._home.record_completed(self._clock())
+            raise
+        self._home.record_completed(self._clock())
         suggestion = report.reflection.suggestion if report.reflection else None
         self._log.write(
             f"run ended ({report.stopped}): {len(report.batches)} batches, "
@@ -179,3 +190,21 @@ def _not_due(debt: schemas.Reflection) -> AutoOutcome:
         f"under the server's threshold ({waiting.raw.importance_equiv} and "
         f"{waiting.tier2.importance} of {debt.threshold_importance} importance)",
     )
+
+
+DEFAULT_WATCH_SECONDS = 300.0
+
+
+async def watch(
+    consolidator: AutoConsolidator,
+    interval: float,
+    report: Callable[[AutoOutcome], None],
+) -> None:
+    """``auto --watch``: :meth:`AutoConsolidator.check_and_run` now and every ``interval``
+    seconds after each check ends, for hosts without hooks. Each check honours the opt-out,
+    the cooldown and the lock as a single ``auto`` does; ``report`` hears every outcome.
+    Runs until cancelled (the command cancels it on SIGTERM or SIGINT): a run in progress is
+    abandoned, its model command killed, and nothing of its open batch committed."""
+    while True:
+        report(await consolidator.check_and_run())
+        await anyio.sleep(interval)

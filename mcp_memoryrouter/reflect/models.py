@@ -7,13 +7,14 @@ endpoint. Either raises :class:`ModelFailure` when no answer comes back.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
-import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import anyio.to_thread
+import anyio
 import httpx2
+from anyio.abc import ByteReceiveStream
 
 from mcp_memoryrouter.errors import ModelFailure
 
@@ -41,34 +42,51 @@ class CommandModel:
         self._env = None if env is None else dict(env)
 
     async def __call__(self, prompt: str) -> str:
-        return await anyio.to_thread.run_sync(self._run, prompt)
-
-    def _run(self, prompt: str) -> str:
+        """The command's answer. Cancelled (a stopping ``auto --watch``) or out of time, the
+        command is killed: it never runs on, spending inference nobody will read."""
         try:
-            done = subprocess.run(
-                self._argv,
-                input=prompt,
-                env=self._env,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                timeout=self._timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
+            with anyio.fail_after(self._timeout):
+                status, out, err = await _run(self._argv, self._env, prompt)
+        except TimeoutError as exc:
             raise ModelFailure(
-                f"the model command gave no answer within {exc.timeout:g} s"
+                f"the model command gave no answer within {self._timeout:g} s"
             ) from exc
         except OSError as exc:
             raise ModelFailure(
                 f"cannot run the model command {self._argv[0]!r}: {type(exc).__name__}: {exc}"
             ) from exc
-        if done.returncode != 0:
+        stdout = out.decode("utf-8", errors="replace")
+        if status != 0:
             # Some commands say why on stdout (Claude Code's ``claude -p`` when signed out)
-            tail = (done.stderr.strip() or done.stdout.strip())[-_STDERR_TAIL:]
-            raise ModelFailure(f"the model command exited with status {done.returncode}: {tail}")
-        return done.stdout
+            stderr = err.decode("utf-8", errors="replace")
+            tail = (stderr.strip() or stdout.strip())[-_STDERR_TAIL:]
+            raise ModelFailure(f"the model command exited with status {status}: {tail}")
+        return stdout
+
+
+async def _run(
+    argv: list[str], env: dict[str, str] | None, prompt: str
+) -> tuple[int, bytes, bytes]:
+    """Run ``argv`` with ``prompt`` on stdin: its exit status, stdout and stderr. Leaving
+    early (cancelled, out of time) kills the process. A command that exits without reading
+    all of its input is answered by what it printed, as ``subprocess.run`` would."""
+    out, err = bytearray(), bytearray()
+
+    async def drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
+        if stream is not None:
+            async for chunk in stream:
+                into.extend(chunk)
+
+    process = await anyio.open_process(argv, env=env)
+    async with process, anyio.create_task_group() as group:
+        group.start_soon(drain, process.stdout, out)
+        group.start_soon(drain, process.stderr, err)
+        if process.stdin is not None:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.send(prompt.encode("utf-8", errors="replace"))
+            await process.stdin.aclose()
+        status = await process.wait()
+    return status, bytes(out), bytes(err)
 
 
 def chat_completions_url(base_url: str) -> str:

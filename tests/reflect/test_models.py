@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
+from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 
@@ -44,6 +47,30 @@ async def test_a_command_that_fails_saying_why_on_stdout_names_that() -> None:
     code = "print('Not logged in · Please run /login'); raise SystemExit(1)"
     with pytest.raises(ModelFailure, match=r"status 1: Not logged in"):
         await CommandModel(python(code))("x")
+
+
+async def test_a_command_that_answers_without_reading_its_input_is_heard() -> None:
+    """A megabyte of input the command never reads: its answer counts, as with
+    ``subprocess.run`` (the unread input is dropped, never an error of ours)."""
+    model = CommandModel(python("print('[]', flush=True)"))
+    assert (await model("x" * 1_048_576)).strip() == "[]"
+
+
+async def test_a_cancelled_call_kills_the_command(tmp_path: Path) -> None:
+    """What a stopping ``auto --watch`` relies on: no model command runs on unread."""
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    model = CommandModel(python(code))
+    with anyio.move_on_after(30) as scope:
+        async with anyio.create_task_group() as group:
+            group.start_soon(model, "x")
+            while not pid_file.exists() or not pid_file.read_text():
+                await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+    assert not scope.cancelled_caught  # cancelled at once, not after the 30 s
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 async def test_a_command_that_does_not_answer_in_time_is_a_model_failure() -> None:

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import click
 
-from mcp_memoryrouter.reflect.cli.options import ModelSpec, model_options, vault_options
+from mcp_memoryrouter.reflect.cli.options import (
+    WATCH_SECONDS,
+    ModelSpec,
+    model_options,
+    vault_options,
+)
 from mcp_memoryrouter.transfer.history import SOURCES
 
 
@@ -78,18 +83,44 @@ def reflect(
     show_envvar=True,
     help="The directory of the lock, cooldown state, log and config (default ~/.memoryrouter).",
 )
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Keep running: check the debt now and every --interval seconds, until SIGTERM or "
+    "Ctrl-C (for hosts without hooks).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1),
+    default=WATCH_SECONDS,
+    show_default=True,
+    help="With --watch: seconds from the end of one debt check to the next.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
-def auto(api_url: str, key: str, model: ModelSpec, home: Path | None, as_json: bool) -> None:
+def auto(
+    api_url: str,
+    key: str,
+    model: ModelSpec,
+    home: Path | None,
+    watch: bool,
+    interval: float,
+    as_json: bool,
+) -> None:
     """One debt-triggered consolidation run, exactly as the connectors do it.
 
     Reads the vault's debt; runs only when the server suggests consolidation, autoConsolidate
     is not false in config.json, no other run holds ~/.memoryrouter/consolidate.lock and the
     last run completed over 30 minutes ago. At most 3 batches, with a fresh debt check
     between them. Always exits 0: failures go to ~/.memoryrouter/consolidate.log.
+
+    With --watch it does that again every --interval seconds (one line, or one JSON object,
+    per check) until SIGTERM or Ctrl-C, then exits 0 at once: a run in progress is
+    abandoned, its model command stopped and its open batch left uncommitted (the lease
+    returns those memories to the pool).
     """
     from mcp_memoryrouter.reflect.cli import consolidate  # imported as it runs
 
-    consolidate.run_auto(api_url, key, model, home, as_json)
+    consolidate.run_auto(api_url, key, model, home, as_json, interval if watch else None)
 
 
 @click.command("import")

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -17,7 +19,7 @@ import click
 
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
-from mcp_memoryrouter.reflect.auto import AutoConsolidator, AutoOutcome
+from mcp_memoryrouter.reflect.auto import AutoConsolidator, AutoOutcome, watch
 from mcp_memoryrouter.reflect.batch import BatchResult
 from mcp_memoryrouter.reflect.cli.options import ModelSpec, vault_failure
 from mcp_memoryrouter.reflect.home import default_home
@@ -198,17 +200,50 @@ def counted(number: int, one: str, many: str) -> str:
     return f"{number} {one if number == 1 else many}"
 
 
-def run_auto(api_url: str, key: str, model: ModelSpec, home: Path | None, as_json: bool) -> None:
-    """``auto``: one debt-triggered run, as the connectors do it; always exits 0."""
+def run_auto(
+    api_url: str,
+    key: str,
+    model: ModelSpec,
+    home: Path | None,
+    as_json: bool,
+    watch_interval: float | None = None,
+) -> None:
+    """``auto``: one debt-triggered run, as the connectors do it, or with ``watch_interval``
+    one check every so many seconds until SIGTERM or SIGINT; always exits 0."""
 
-    async def run() -> AutoOutcome:
+    def report(outcome: AutoOutcome) -> None:
+        if as_json:
+            click.echo(json.dumps(outcome_body(outcome)))
+        elif watch_interval is None:
+            click.echo(outcome_line(outcome))
+        else:
+            click.echo(f"{_now()} {outcome_line(outcome)}")
+
+    async def run() -> None:
         async with opened(api_url, key, model) as (client, writer):
-            return await AutoConsolidator(
-                client, writer, home=home or default_home()
-            ).check_and_run()
+            consolidator = AutoConsolidator(client, writer, home=home or default_home())
+            if watch_interval is None:
+                report(await consolidator.check_and_run())
+                return
+            async with anyio.create_task_group() as group:
+                group.start_soon(_stop_on_signal, group.cancel_scope, as_json)
+                await watch(consolidator, watch_interval, report)
 
-    outcome = anyio.run(run)
-    click.echo(json.dumps(outcome_body(outcome)) if as_json else outcome_line(outcome))
+    anyio.run(run)
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, as_json: bool) -> None:
+    """The first SIGTERM or SIGINT cancels the watch: it returns, and the command exits 0."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for received in signals:
+            if not as_json:
+                click.echo(f"{_now()} stopped: {signal.Signals(received).name}")
+            scope.cancel()
+            return
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def outcome_body(outcome: AutoOutcome) -> dict[str, Any]:

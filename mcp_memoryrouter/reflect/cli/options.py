@@ -23,6 +23,7 @@ from mcp_memoryrouter.errors import MemoryRouterError
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_API_URL = "http://127.0.0.1:8787"
 MODEL_TIMEOUT = 600.0  # seconds: reflect.models.DEFAULT_TIMEOUT (a test holds them equal)
+WATCH_SECONDS = 300.0  # auto --watch: reflect.auto.DEFAULT_WATCH_SECONDS (held equal too)
 
 
 KEY_FILE_MAX_BYTES = 4096  # a memory key is under 100 characters
