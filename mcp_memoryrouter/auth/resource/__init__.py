@@ -32,7 +32,11 @@ from mcp_memoryrouter.auth.resource.external import (
     RemoteKeys,
     load_bindings,
 )
-from mcp_memoryrouter.auth.resource.memory_keys import MemoryKeyVerifier, key_info_or_none
+from mcp_memoryrouter.auth.resource.memory_keys import (
+    MemoryKeyVerifier,
+    admitted_or_none,
+    key_info_or_none,
+)
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES
 from mcp_memoryrouter.client import VaultClient
 
@@ -40,6 +44,7 @@ __all__ = [
     "RECONNECT",
     "ExternalIssuer",
     "Protected",
+    "admitted_or_none",
     "key_info_or_none",
     "protect",
     "refuse_scope",

@@ -3,7 +3,9 @@
 A JWT names its grant; the grant names the memory key (sealed at rest) the MCP server calls
 the vault with. The key goes into the in-process ``AccessToken.claims``, never on the wire.
 Each request asks the vault whether it still accepts that key, so revoking a memory key ends
-every grant bound to it at once: the next request is answered 401 ``invalid_token``.
+every grant bound to it at once: the next request is answered 401 ``invalid_token``. In
+process, that one admission is what the request's tool calls act with (the key is looked up
+once per request, as a memory key sent as the bearer token is).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections.abc import Callable
 
 from mcp.server.auth.provider import AccessToken
 
-from mcp_memoryrouter.auth.claims import VAULT_KEY_CLAIM, VAULT_REF_CLAIM
-from mcp_memoryrouter.auth.resource import key_info_or_none
+from mcp_memoryrouter.auth.claims import VAULT_CLIENT_CLAIM, VAULT_KEY_CLAIM, VAULT_REF_CLAIM
+from mcp_memoryrouter.auth.resource import admitted_or_none
 from mcp_memoryrouter.auth.server.signing import GRANT_CLAIM, TokenKeys
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.sealing import Sealer
@@ -23,16 +25,24 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
 
 
+async def still_admitted(vault: VaultClient, key: str | None) -> tuple[bool, VaultClient | None]:
+    """Whether the vault still accepts the memory key, and the client acting with the
+    admission just made (None over HTTP, and when the vault cannot be reached: that says
+    nothing of the key, and every call the token could make fails anyway)."""
+    if key is None:
+        return False, None
+    try:
+        admitted = await admitted_or_none(vault, key)
+    except MemoryRouterError:
+        return True, None
+    return (False, None) if admitted is None else (True, admitted[1])
+
+
 async def key_still_accepted(vault: VaultClient, key: str | None) -> bool:
     """False once the vault refuses the memory key (revoked); True while it accepts it, and
-    while the vault cannot be reached (that says nothing of the key, and every call the
-    token could make fails anyway)."""
-    if key is None:
-        return False
-    try:
-        return await key_info_or_none(vault, key) is not None
-    except MemoryRouterError:
-        return True
+    while the vault cannot be reached."""
+    accepted, _ = await still_admitted(vault, key)
+    return accepted
 
 
 class GrantTokenVerifier:
@@ -70,7 +80,8 @@ class GrantTokenVerifier:
         if grant is None or grant.revoked or grant.client_id != claims["client_id"]:
             return None
         key = self._sealer.unseal(grant.sealed_key)
-        if key is None or not await key_still_accepted(self._vault, key):
+        accepted, admitted = await still_admitted(self._vault, key)
+        if key is None or not accepted:
             return None
         scopes = [s for s in str(claims.get("scope", "")).split() if s in grant.scopes]
         return AccessToken(
@@ -85,5 +96,7 @@ class GrantTokenVerifier:
                 VAULT_REF_CLAIM: grant.vault_ref,
                 GRANT_CLAIM: grant.id,
                 "iss": self.issuer,
+                # the admission lives for this one request, as the token does
+                **({} if admitted is None else {VAULT_CLIENT_CLAIM: admitted}),
             },
         )
