@@ -15,6 +15,7 @@ import click
 
 from mcp_memoryrouter import __version__
 from mcp_memoryrouter.commands.keys import keys
+from mcp_memoryrouter.commands.reflector import consolidate_now, server_reflector
 from mcp_memoryrouter.reflect.cli import register as register_reflect_commands
 
 # the commands cli.py declares, and their line in --help
@@ -75,4 +76,6 @@ def migrate(as_json: bool) -> None:
 
 
 main.add_command(keys)
+main.add_command(consolidate_now)
+main.add_command(server_reflector)
 register_reflect_commands(main)

@@ -118,9 +118,13 @@ def wait_until(condition: Callable[[], object], timeout: float = 30.0) -> None:
 
 
 @contextmanager
-def reflecting(settings: Settings, provider: Provider) -> Iterator[Reflecting]:
+def reflecting(
+    settings: Settings, provider: Provider, key: str | None = None
+) -> Iterator[Reflecting]:
+    """A server on loopback; its vault's key is ``key``, else a new vault's."""
     server = create_server(settings)
     assert server.service is not None
-    key, _ = server.service.create_vault()
+    if key is None:
+        key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
         yield Reflecting(url, key, provider)

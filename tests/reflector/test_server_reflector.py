@@ -79,7 +79,7 @@ FAILURES = {
 
 @pytest.mark.parametrize("mode", list(FAILURES))
 def test_a_failing_provider_loses_nothing_and_is_tried_again_after_the_backoff(
-    tmp_path: Path, provider: tuple[Provider, str], mode: str
+    tmp_path: Path, provider: tuple[Provider, str], mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     double, url = provider
     double.mode = mode
@@ -89,6 +89,7 @@ def test_a_failing_provider_loses_nothing_and_is_tried_again_after_the_backoff(
         state = served.settled("batch_failed")
         assert FAILURES[mode] in state["last_error"], state
         assert PROVIDER_KEY not in state["last_error"]
+        assert FAILURES[mode] in caplog.text and PROVIDER_KEY not in caplog.text  # logged
         assert state["failures"] == 1 and state["last_batches"] == 0
         assert served.reflections() == 0  # nothing partial
         assert served.stats()["tiers"]["1"]["count"] == PAST_THRESHOLD
