@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_memoryrouter.config import Settings
 from tests import pg
 from tests.reflector.provider import Provider
 from tests.reflector.served import reflecting, settings, wait_until
@@ -27,7 +28,7 @@ def test_two_replicas_woken_at_once_consolidate_the_vault_once(
     double, url = provider
     double.mode, double.delay = "slow", 1.5  # the first run is still waiting on its model...
 
-    def replica(n: int) -> object:
+    def replica(n: int) -> Settings:
         return settings(
             tmp_path / f"replica{n}",
             url,
@@ -38,8 +39,8 @@ def test_two_replicas_woken_at_once_consolidate_the_vault_once(
         )
 
     with ExitStack() as stack:
-        one = stack.enter_context(reflecting(replica(1), double))  # type: ignore[arg-type]
-        two = stack.enter_context(reflecting(replica(2), double, one.key))  # type: ignore[arg-type]
+        one = stack.enter_context(reflecting(replica(1), double))
+        two = stack.enter_context(reflecting(replica(2), double, one.key))
         one.ingest(1_000)  # 50,000 tokens: the suggestion, and replica 1's run
         wait_until(lambda: double.received, 10)
         two.ingest(1, first=1_000)  # ...when replica 2 is woken too

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,9 @@ def test_a_reflector_that_cannot_work_stops_the_start(
     files = {"wide": key_file(tmp_path, 0o644), "private": tmp_path / "private.key"}
     files["private"].write_text(PROVIDER_KEY, encoding="utf-8")
     os.chmod(files["private"], 0o600)
-    chosen = {k: files.get(v, v) if isinstance(v, str) else v for k, v in extra.items()}
+    chosen: dict[str, Any] = {
+        k: files.get(v, v) if isinstance(v, str) else v for k, v in extra.items()
+    }
     with pytest.raises(ConfigError) as refused:
         create_server(settings(tmp_path / "data", "http://127.0.0.1:9", **chosen))
     assert says in str(refused.value)
