@@ -33,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.abilities import abilities
-from mcp_memoryrouter.auth.pages import ExplorerIdentity, IdentitySignedIn
+from mcp_memoryrouter.auth.explorer_signin import ExplorerIdentity, IdentitySignedIn
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.store import AuthStore
 from mcp_memoryrouter.client import VaultClient
@@ -166,6 +166,7 @@ class Explorer:
             Route(PREFIX + "/keys/revoke", change(tidying.revoke), methods=["POST"]),
             Route(PREFIX + "/apps/disconnect", change(tidying.disconnect), methods=["POST"]),
             Route(PREFIX + "/wipe", change(tidying.wipe), methods=["POST"]),
+            Route(PREFIX + "/consolidate", change(self.consolidate), methods=["POST"]),
             Route(PREFIX + "/static/explorer.css", self.stylesheet),
             Route(PREFIX + "/static/explorer.js", self.script),
         ]
@@ -472,12 +473,22 @@ class Explorer:
         except NotFound:  # a vault API elsewhere (MEMORYROUTER_API_URL) without the route
             timeline = None
         notice = await self._notices.notice(session)
-        offer = ConsolidateNow(api_url=_api_url(request))
+        reflector = stats.server_reflector
+        runs_a_model = reflector is not None and reflector.configured and reflector.enabled
+        action = PREFIX + "/consolidate" if runs_a_model else None
+        offer = ConsolidateNow(api_url=_api_url(request), action=action)
         return html(
             render_overview.overview(
                 stats, timeline, viewer_of(session), notice=notice, offer=offer
             )
         )
+
+    async def consolidate(self, request: Request, session: UiSession, form: Form) -> Response:
+        """The overview's "Consolidate now": the server's reflector, now (docs/reflector.md);
+        the overview then says what it wrote, or the page why nothing was."""
+        done = await self._client(session).consolidate_run(schemas.ConsolidateRunRequest())
+        await self._notices.tell(session, f"Consolidated now: {done.message}.")
+        return redirect(PREFIX)
 
     async def search(self, request: Request, session: UiSession) -> Response:
         viewer = viewer_of(session)

@@ -94,7 +94,9 @@ def consolidate_now(offer: ConsolidateNow, viewer: Viewer) -> str:
     head = '<div class="card consolidate"><h3 id="consolidate-h">Consolidate now</h3>'
     if offer.action is not None and not viewer.read_only:
         return (
-            f'{head}<form method="post" action="{esc(offer.action)}">{csrf_field(viewer)}'
+            f"{head}<p>This server's model writes the reflections: up to three batches of "
+            "what waits, below the threshold too, while you wait.</p>"
+            f'<form method="post" action="{esc(offer.action)}">{csrf_field(viewer)}'
             '<button type="submit">Consolidate now</button></form></div>'
         )
     command = REFLECT_COMMAND + (f" --api-url {offer.api_url}" if offer.api_url else "")
