@@ -59,6 +59,8 @@ READ_ELSEWHERE = {
     "MEMORYROUTER_MODEL_KEY": "mcp_memoryrouter/reflect/models.py",
     "MEMORYROUTER_TEST_POSTGRES": "tests/pg.py",
     "MEMORYROUTER_SCREENSHOTS": "tests/support/ui.py",
+    # the connectors' hook (docs/connectors.md), a shell script
+    "MEMORYROUTER_MODEL_CMD": "integrations/claude-code/hooks/consolidate.sh",
 }
 INLINE = re.compile(rf"`{PROGRAM} ([^`]+)`")
 RAW_JSONL = '{"content": "We chose Postgres for the auth service."}\n'

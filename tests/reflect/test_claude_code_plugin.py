@@ -30,7 +30,8 @@ from tests.support.reflect import ModelProgram, Served, assert_no_ids, wait_unti
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "integrations" / "claude-code"
 HOOKS = PLUGIN / "hooks" / "hooks.json"
-DOUBLE = Path(__file__).resolve().parent / "claude_double.py"
+CONNECTORS = REPO / "docs" / "connectors.md"
+DOUBLE = Path(__file__).resolve().parent / "agent_cli_double.py"
 CLAUDE_CLI = REPO / ".tools" / "claude" / "node_modules" / ".bin" / "claude"
 CLI_REQUIRED = os.environ.get("MEMORYROUTER_TEST_CLAUDE_CODE", "").strip() == "1"
 QUIET = {"REFLECT_TEST_GROUP": "100", "REFLECT_TEST_IMPORTANCE": "1"}  # little tier 2 debt
@@ -131,15 +132,16 @@ class Session:
 
     @property
     def double_args(self) -> Path:
-        return self.tmp / "claude-args.jsonl"
+        return self.tmp / "agent-args.jsonl"
 
     def environ(self, **extra: str) -> dict[str, str]:
         bin_dir = self.tmp / "bin"
         if not bin_dir.exists():
             bin_dir.mkdir()
-            claude = bin_dir / "claude"
-            claude.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{DOUBLE}" "$@"\n')
-            claude.chmod(claude.stat().st_mode | stat.S_IXUSR)
+            for agent in ("claude", "codex"):
+                double = bin_dir / agent
+                double.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{DOUBLE}" {agent} "$@"\n')
+                double.chmod(double.stat().st_mode | stat.S_IXUSR)
         ours = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYROUTER_")}
         return {
             **ours,
@@ -152,7 +154,7 @@ class Session:
             "MEMORYROUTER_HOME": str(self.home),
             "MEMORYROUTER_API_URL": self.served.url,
             "MEMORYROUTER_KEY": self.served.key,
-            "CLAUDE_DOUBLE_ARGS": str(self.double_args),
+            "AGENT_DOUBLE_ARGS": str(self.double_args),
             # what Claude Code sets for a plugin's hook
             "CLAUDE_PLUGIN_ROOT": str(PLUGIN),
             "CLAUDE_PROJECT_DIR": str(self.tmp),
@@ -162,8 +164,11 @@ class Session:
             **extra,
         }
 
-    def fire(self, event: str, payload: dict[str, Any], **extra: str) -> float:
-        """Run the hook as Claude Code does; it must exit 0 in silence. Its duration."""
+    def fire(
+        self, event: str, payload: dict[str, Any], command: str | None = None, **extra: str
+    ) -> float:
+        """Run the hook as Claude Code does (or ``command`` as another agent does, through a
+        shell); it must exit 0 in silence. Its duration."""
         stdin = json.dumps(
             {
                 "session_id": "5f0c8a52-31d2-4a49-9a4c-0d6f6d1b7e10",
@@ -175,7 +180,7 @@ class Session:
         )
         started = time.monotonic()
         done = subprocess.run(
-            ["bash", "-c", hook_command(event)],
+            ["bash", "-c", command or hook_command(event)],
             input=stdin,
             env=self.environ(**extra),
             cwd=self.tmp,
@@ -224,8 +229,9 @@ def test_at_session_end_the_hook_returns_at_once_and_claude_p_writes_the_reflect
     assert session.reflections() > 0
     debt = session.served.stats()["reflection"]
     assert debt["suggestion"] is None and debt["unconsolidated"]["raw"]["units"] == 100
-    (args,) = session.calls()
-    assert args[:1] == ["-p"] and "--safe-mode" in args  # no plugins, hooks or MCP servers
+    ((agent, *args),) = session.calls()
+    assert agent == "claude" and args[:1] == ["-p"]
+    assert "--safe-mode" in args  # no plugins, hooks or MCP servers
     assert args[args.index("--tools") + 1] == ""  # and no tools
     assert_no_ids(program.inputs())
     assert "batch committed: tier 1, 1000 memories" in session.log()
@@ -303,7 +309,7 @@ def test_a_failing_model_commits_nothing_and_the_session_sees_nothing(
     session: Session,
 ) -> None:
     session.served.ingest(1100)
-    session.session_end(CLAUDE_DOUBLE_FAIL="1")
+    session.session_end(AGENT_DOUBLE_FAIL="1")
     wait_until(lambda: "run ended" in session.log())
     assert session.reflections() == 0
     assert session.served.stats()["reflection"]["unconsolidated"]["raw"]["units"] == 1100
@@ -335,7 +341,7 @@ def claude_session(session: Session, *args: str, **extra: str) -> None:
     env = {
         k: v
         for k, v in session.environ(**extra).items()
-        if k == "CLAUDE_DOUBLE_ARGS" or not k.startswith(("CLAUDE", "ANTHROPIC"))
+        if k == "AGENT_DOUBLE_ARGS" or not k.startswith(("CLAUDE", "ANTHROPIC"))
     }
     done = subprocess.run(
         [str(claude_cli()), *args, "-p"],
@@ -363,8 +369,8 @@ def test_claude_code_itself_fires_the_hook_at_session_end(session: Session) -> N
     claude_session(session, "--plugin-dir", str(PLUGIN))
     wait_until(lambda: "run ended" in session.log())
     assert session.reflections() > 0
-    (args,) = session.calls()
-    assert args[:1] == ["-p"]
+    ((agent, *args),) = session.calls()
+    assert (agent, args[:1]) == ("claude", ["-p"])
 
 
 def test_autoconsolidate_false_in_claude_codes_plugin_settings_opts_out(
@@ -382,3 +388,53 @@ def test_autoconsolidate_false_in_claude_codes_plugin_settings_opts_out(
     claude_session(session)
     wait_until(lambda: "run ended" in session.log())
     assert session.reflections() > 0
+
+
+# --- the documented snippets for other agents ----------------------------------------------
+
+
+def documented_hooks(heading: str) -> dict[str, Any]:
+    """The hooks JSON docs/connectors.md gives under ``## heading``, for this clone."""
+    section = CONNECTORS.read_text(encoding="utf-8").split(f"## {heading}\n", 1)[1]
+    blocks = re.findall(r"```json\n(.*?)```", section.split("\n## ", 1)[0], re.DOTALL)
+    (block,) = [b for b in blocks if '"hooks"' in b]
+    hooks: dict[str, dict[str, Any]] = json.loads(
+        block.replace("/path/to/mcp-memoryrouter", str(REPO))
+    )
+    return hooks["hooks"]
+
+
+def test_codex_s_documented_hook_runs_codex_exec_on_a_tool_result_with_the_suggestion(
+    session: Session,
+) -> None:
+    hooks = documented_hooks("Codex")
+    (entry,) = hooks["PostToolUse"]
+    assert re.search(entry["matcher"], ADDED_TOOL)  # Codex names MCP tools mcp__SERVER__TOOL
+    session.served.ingest(1100)
+    suggestion = session.served.stats()["reflection"]["suggestion"]
+    response = {"memories": [], "consolidation_suggestion": suggestion}
+    session.fire(
+        "PostToolUse",
+        {"tool_name": ADDED_TOOL, "tool_input": {}, "tool_response": json.dumps(response)},
+        command=entry["hooks"][0]["command"],
+    )
+    wait_until(lambda: "run ended" in session.log())
+    assert session.reflections() > 0
+    ((agent, *args),) = session.calls()
+    assert agent == "codex" and args[0] == "exec" and args[-1] == "-"
+    assert args[args.index("--disable") + 1] == "hooks"  # the run never calls itself
+
+
+def test_codex_s_documented_stop_hook_reads_the_debt_and_runs(session: Session) -> None:
+    (entry,) = documented_hooks("Codex")["Stop"]
+    session.served.ingest(1100)
+    session.fire("Stop", {"stop_hook_active": False}, command=entry["hooks"][0]["command"])
+    wait_until(lambda: "run ended" in session.log())
+    assert session.reflections() > 0 and session.calls()[0][0] == "codex"
+
+
+def test_gemini_s_documented_hook_names_the_gemini_model_command() -> None:
+    (entry,) = documented_hooks("Gemini CLI")["SessionEnd"]
+    assert entry["hooks"][0]["command"].endswith("consolidate.sh check gemini")
+    script = (PLUGIN / "hooks" / "consolidate.sh").read_text()
+    assert "gemini) model_cmd=\"gemini -p ''\"" in script
