@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -47,6 +48,8 @@ log = logging.getLogger("mcp_memoryrouter.reflector")
 A = TypeVar("A", contravariant=True)
 M = TypeVar("M", bound=BaseModel)
 INTERNAL_URL = "http://vault.internal"  # never dialled: every call the run makes is carried
+REFUSED_SECONDS = 60.0  # after the store refused a triggered run, writes do not ask again
+QUIET_VAULTS = 10_000  # past this many remembered vaults, the expired ones are forgotten
 
 
 class Vault(Protocol):
@@ -129,6 +132,11 @@ class ServerReflector(Generic[A]):
         self.timing = timing or Timing()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._busy: set[str] = set()  # vaults this process runs now
+        # vaults a write need not wake before then (monotonic seconds): the cooldown or the
+        # backoff this process set, or a while after the store refused a run (another
+        # replica's, or the vault turned off), so that writes past the threshold do not
+        # each ask the store; the store's hold stays the one authority
+        self._quiet: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     @asynccontextmanager
@@ -165,7 +173,10 @@ class ServerReflector(Generic[A]):
     # --- runs --------------------------------------------------------------------------
 
     def _start(self, vault: Vault) -> None:
-        if vault.vault_id in self._busy or self._loop is None:
+        vault_id = vault.vault_id
+        if vault_id in self._busy or self._loop is None:
+            return
+        if self._quiet.get(vault_id, 0.0) > time.monotonic():
             return
         self._busy.add(vault.vault_id)
         task = self._loop.create_task(self._triggered(vault))
@@ -174,7 +185,9 @@ class ServerReflector(Generic[A]):
 
     async def _triggered(self, vault: Vault) -> None:
         try:
-            await self.run(vault, triggered=True)
+            ran = await self.run(vault, triggered=True)
+            if ran is None:
+                self._quiet_for(vault.vault_id, min(REFUSED_SECONDS, self.timing.cooldown_seconds))
         except Exception:  # a background run never takes the server down
             log.exception("reflector: vault %s: the run failed unexpectedly", vault.vault_id)
         finally:
@@ -217,7 +230,14 @@ class ServerReflector(Generic[A]):
             lambda: vault.finish(holder, outcome, ran.error, done, model.calls, int(wait * 1000))
         )
         _logged(vault.vault_id, ran, done, wait)
+        self._quiet_for(vault.vault_id, wait)
         return ran
+
+    def _quiet_for(self, vault_id: str, seconds: float) -> None:
+        now = time.monotonic()
+        if len(self._quiet) >= QUIET_VAULTS:
+            self._quiet = {v: until for v, until in self._quiet.items() if until > now}
+        self._quiet[vault_id] = now + seconds
 
     async def _consolidate(
         self, vault: Vault, model: Metered, triggered: bool, max_tokens: int | None

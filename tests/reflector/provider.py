@@ -43,6 +43,7 @@ class Provider:
     mode: str = "ok"
     delay: float = 5.0
     received: list[Request] = field(default_factory=list)
+    counts: bool = True  # whether answers carry the format's usage counts
 
     def prompts(self) -> list[str]:
         return [r.prompt for r in self.received]
@@ -83,7 +84,8 @@ class Provider:
             return 200, b'{"unexpected": "shape"}', []
         if self.mode == "slow":
             await asyncio.sleep(self.delay)
-        return 200, json.dumps(shaped(request, json.dumps(entries(request.prompt)))).encode(), []
+        answer = shaped(request, json.dumps(entries(request.prompt)), counted=self.counts)
+        return 200, json.dumps(answer).encode(), []
 
 
 def entries(prompt: str) -> list[dict[str, object]]:
@@ -98,21 +100,26 @@ def entries(prompt: str) -> list[dict[str, object]]:
     ]
 
 
-def shaped(request: Request, text: str) -> dict[str, Any]:
-    """``text`` as the answer of the request's format."""
+def shaped(request: Request, text: str, *, counted: bool = True) -> dict[str, Any]:
+    """``text`` as the answer of the request's format (with its usage counts, ``counted``)."""
     if request.path.endswith(":generateContent"):
-        return {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}}],
-            "usageMetadata": {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT},
+        usage = (
+            "usageMetadata",
+            {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT},
+        )
+        answer: dict[str, Any] = {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}}]
         }
-    if request.path.endswith("/messages"):
-        return {
+    elif request.path.endswith("/messages"):
+        usage = ("usage", {"input_tokens": TOKENS_IN, "output_tokens": TOKENS_OUT})
+        answer = {
             "type": "message",
             "role": "assistant",
             "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": TOKENS_IN, "output_tokens": TOKENS_OUT},
         }
-    return {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT},
-    }
+    else:
+        usage = ("usage", {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT})
+        answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+    if counted:
+        answer[usage[0]] = usage[1]
+    return answer

@@ -26,7 +26,7 @@ def test_two_replicas_woken_at_once_consolidate_the_vault_once(
     tmp_path: Path, provider: tuple[Provider, str], pg_url: str
 ) -> None:
     double, url = provider
-    double.mode, double.delay = "slow", 1.5  # the first run is still waiting on its model...
+    double.mode, double.delay = "slow", 4.0  # the first run is still waiting on its model...
 
     def replica(n: int) -> Settings:
         return settings(
