@@ -54,7 +54,8 @@ _CLAUDE_ROLES: dict[str, Role] = {"human": "user", "user": "user", "assistant": 
 
 @dataclass(frozen=True)
 class HistoryMessage:
-    role: Role
+    # an observation: a fact another memory product kept (transfer.moving), not a message
+    role: Role | Literal["observation"]
     text: str
     date: str  # UTC ISO with milliseconds: 2026-02-01T04:11:09.000Z
 
@@ -75,7 +76,7 @@ class Skipped:
 
 @dataclass(frozen=True)
 class History:
-    source: Source
+    source: str  # chatgpt, claude, or a product moved from (transfer.moving)
     conversations: tuple[Conversation, ...]  # those with at least one message
     skipped: Skipped = field(default_factory=Skipped)
 
@@ -101,10 +102,11 @@ def read_history(source: Source, value: object) -> History:
     return History(source, tuple(conversations), skipped)
 
 
-def session_id(source: Source, conversation_id: str) -> str:
-    """``chatgpt-`` or ``claude-`` and the conversation id, when that is a valid session id
-    of letters, digits and ``._:-``; else the id with every other run of characters made
-    ``-``, cut to fit, and 8 hex digits of its hash so two ids never meet."""
+def session_id(source: str, conversation_id: str) -> str:
+    """``chatgpt-`` or ``claude-`` (or another source's name) and the conversation id,
+    when that is a valid session id of letters, digits and ``._:-``; else the id with every
+    other run of characters made ``-``, cut to fit, and 8 hex digits of its hash so two ids
+    never meet."""
     prefix = f"{source}-"
     clean = _UNSAFE.sub("-", conversation_id)
     if clean == conversation_id and len(prefix + clean) <= limits.MAX_ID_CHARS:
@@ -169,6 +171,11 @@ def _title(conversation: dict[str, Any], key: str) -> str:
 
 def _clean(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
+
+
+def format_ms(ms: int) -> str:
+    """UTC milliseconds as the vault writes a date: ``2026-02-01T04:11:09.000Z``."""
+    return _format_ms(ms)
 
 
 def _format_ms(ms: int) -> str:

@@ -123,17 +123,23 @@ def auto(
     consolidate.run_auto(api_url, key, model, home, as_json, interval if watch else None)
 
 
+# the memory products `import --from` moves in from (transfer.moving.PRODUCTS)
+PRODUCTS = ("server-memory", "mem0", "basic-memory", "letta")
+
+
 @click.command("import")
 @vault_options
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--from",
     "source",
-    type=click.Choice(["archive", *SOURCES]),
+    type=click.Choice(["archive", *SOURCES, *PRODUCTS]),
     default="archive",
     show_default=True,
-    help="What FILE is: a JSONL archive, or a ChatGPT or Claude data export (the zip the "
-    "service sent, or the conversations.json inside it).",
+    help="What FILE is: a JSONL archive; a ChatGPT or Claude data export (the zip the "
+    "service sent, or the conversations.json inside it); server-memory's memory.jsonl; "
+    "mem0's JSON or OpenMemory's backup zip; basic-memory's folder of notes; Letta's agent "
+    "file (.af) or memory folder.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def import_command(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
@@ -152,12 +158,20 @@ def import_command(api_url: str, key: str, file: Path, source: str, as_json: boo
     attachments are skipped and counted. Importing the same file again stores nothing new,
     so an interrupted import is resumed by running it again.
 
+    Moving in from another memory product (--from server-memory|mem0|basic-memory|letta
+    FILE or FOLDER): its facts, notes and core memory become raw memories of role
+    observation, one session per entity, user, note or agent (server-memory-NAME, …), with
+    the file's dates, else the import's (said in the summary). Again, it stores nothing new.
+
     The whole file is checked first: a bad line or conversation stops the import before
     anything is sent, naming it.
     """
-    from mcp_memoryrouter.reflect.cli import transfer  # imported as it runs
+    from mcp_memoryrouter.reflect.cli import moved_in, transfer  # imported as they run
 
-    transfer.run_import(api_url, key, file, source, as_json)
+    if source in PRODUCTS:
+        moved_in.run_moving_in(api_url, key, file, source, as_json)
+    else:
+        transfer.run_import(api_url, key, file, source, as_json)
 
 
 @click.command()
@@ -165,13 +179,28 @@ def import_command(api_url: str, key: str, file: Path, source: str, as_json: boo
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Write here instead of stdout: a new file readable by you alone (0600), moved into "
-    "place only once the export is complete. A symbolic link there is refused, never followed.",
+    "place only once the export is complete. A symbolic link there is refused, never followed. "
+    "With --to markdown: the folder to make (it must not exist yet).",
 )
-def export(api_url: str, key: str, output: Path | None) -> None:
-    """Export the whole vault, every tier with its lineage, as JSONL that `import` reads."""
-    from mcp_memoryrouter.reflect.cli import transfer  # imported as it runs
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["archive", "server-memory", "markdown"]),
+    default="archive",
+    show_default=True,
+    help="archive: the JSONL `import` reads; server-memory: a memory.jsonl knowledge graph "
+    "that server-memory loads; markdown: a new folder (--output) of notes, one per session "
+    "and one per reflection, with front matter basic-memory reads.",
+)
+def export(api_url: str, key: str, output: Path | None, target: str) -> None:
+    """Export the whole vault, every tier with its lineage, as JSONL that `import` reads
+    (or, --to, as a server-memory graph or a folder of Markdown notes)."""
+    from mcp_memoryrouter.reflect.cli import moved_in, transfer  # imported as they run
 
-    transfer.run_export(api_url, key, output)
+    if target == "archive":
+        transfer.run_export(api_url, key, output)
+    else:
+        moved_in.run_export_to(api_url, key, output, target)

@@ -34,11 +34,16 @@ from mcp_memoryrouter.transfer.importer import (
 
 def run_import(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
     """``import``: the whole file read and checked, then sent; the counts printed."""
+    if file.is_dir():
+        raise click.ClickException(
+            f"{file} is a folder: --from {source} reads a file (a folder is read by "
+            "--from basic-memory and --from letta)"
+        )
     if source != "archive":
         _import_history(api_url, key, file, "chatgpt" if source == "chatgpt" else "claude", as_json)
         return
     archive = _read(file)
-    report = _sending(
+    report = sending(
         api_url,
         key,
         archive.size,
@@ -61,7 +66,7 @@ def run_import(api_url: str, key: str, file: Path, source: str, as_json: bool) -
 R = TypeVar("R")
 
 
-def _sending(
+def sending(
     api_url: str,
     key: str,
     size: int,
@@ -113,7 +118,7 @@ def _export_hint(file: Path) -> str:
 
 def _import_history(api_url: str, key: str, file: Path, source: Source, as_json: bool) -> None:
     plan = plan_history(_read_history(file, source))
-    report = _sending(
+    report = sending(
         api_url,
         key,
         plan.size,
@@ -154,8 +159,10 @@ def run_export(api_url: str, key: str, output: Path | None) -> None:
         finally:
             await client.aclose()
 
+    if output is not None and output.is_dir():
+        raise click.ClickException(f"{output} is a folder: give --output a file's path")
     try:
-        written = anyio.run(run, sys.stdout.write) if output is None else _to_file(run, output)
+        written = anyio.run(run, sys.stdout.write) if output is None else to_file(run, output)
     except MemoryRouterError as exc:
         raise vault_failure(exc) from exc
     where = f" to {output}" if output else ""
@@ -173,7 +180,7 @@ def progress(length: int, label: str) -> Iterator[Callable[[int], None]]:
         yield bar.update
 
 
-def _to_file(run: Callable[[Callable[[str], object]], Awaitable[int]], output: Path) -> int:
+def to_file(run: Callable[[Callable[[str], object]], Awaitable[int]], output: Path) -> int:
     """Write beside ``output`` (a new file, 0600, never through a link) and move it into
     place only once the export is complete."""
     if output.is_symlink():
