@@ -14,6 +14,7 @@ import httpx2
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.vault.service import VaultService
 from tests.reflector.provider import Provider
 from tests.support import live_server
 
@@ -54,6 +55,7 @@ class Reflecting:
     url: str
     key: str
     provider: Provider
+    service: VaultService
 
     def http(self, key: str | None = None) -> httpx2.Client:
         headers = {"Authorization": f"Bearer {key or self.key}"}
@@ -85,6 +87,11 @@ class Reflecting:
     def post(self, path: str, body: Any, key: str | None = None) -> httpx2.Response:
         with self.http(key) as http:
             return http.post(path, json=body)
+
+    def another_vault(self) -> Reflecting:
+        """The same server, acting with a new vault's key."""
+        key, _ = self.service.create_vault()
+        return Reflecting(self.url, key, self.provider, self.service)
 
     def stats(self) -> dict[str, Any]:
         body: dict[str, Any] = self.get("/v1/memory/stats")
@@ -127,4 +134,4 @@ def reflecting(
     if key is None:
         key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
-        yield Reflecting(url, key, provider)
+        yield Reflecting(url, key, provider, server.service)
