@@ -324,6 +324,13 @@ def test_without_a_key_the_failure_goes_to_the_log(session: Session) -> None:
     assert session.calls() == [] and session.reflections() == 0
 
 
+def test_a_program_that_is_not_there_is_named_in_the_log(session: Session) -> None:
+    session.options["program"] = str(session.tmp / "venv" / "bin" / "mcp-memoryrouter")
+    session.session_end()
+    wait_until(lambda: "No such file or directory" in session.log())
+    assert str(session.tmp / "venv") in session.log() and session.calls() == []
+
+
 def test_inside_the_model_commands_own_session_the_hook_does_nothing(session: Session) -> None:
     session.served.ingest(1100)
     session.session_end(MEMORYROUTER_AUTO_RUN="1")
