@@ -74,6 +74,11 @@ def test_the_plugin_validates_with_claude_codes_own_cli(tmp_path: Path) -> None:
     assert "Validation passed" in said
 
 
+def test_the_marketplace_it_is_installed_from_validates_too(tmp_path: Path) -> None:
+    said = run_claude(tmp_path, "plugin", "validate", "--strict", str(PLUGIN.parent))
+    assert "marketplace.json" in said and "Validation passed" in said
+
+
 def test_a_plugin_with_a_broken_hook_fails_that_validation(tmp_path: Path) -> None:
     """The check above reads hooks/hooks.json, not the manifest alone."""
     broken = tmp_path / "broken"
