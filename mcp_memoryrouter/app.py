@@ -32,7 +32,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.auth.pages import IdentitySignedIn
+from mcp_memoryrouter.auth.explorer_signin import IdentitySignedIn
 from mcp_memoryrouter.auth.resource import ExternalIssuer, Protected, protect
 from mcp_memoryrouter.auth.scopes import ScopePolicy, load_policy
 from mcp_memoryrouter.auth.server.embedded import (

@@ -68,7 +68,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "auth resource": (["auth.resource"], ["foundation", "pages", "schemas", "client", "auth"]),
     "auth signin": (["auth.signin"], ["foundation", "schemas", "client", "auth"]),
     "auth server": (
-        ["auth.server", "auth.pages"],
+        ["auth.server"],
         [
             *["foundation", "db", "pages", "schemas", "client", "auth"],
             *["auth state", "auth resource", "auth signin"],
@@ -130,7 +130,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
 AUTH_ENTRIES: dict[str, tuple[str, list[str]]] = {
     "auth.resource": ("auth.resource", []),
     "auth.signin": ("auth.signin", []),
-    "auth.server": ("auth.server.embedded", ["auth.pages"]),
+    "auth.server": ("auth.server.embedded", []),
 }
 # Where settings come from the environment; everything else is handed its values.
 ENVIRONMENT_READERS = ["config", "app", "vault.app", "cli", "commands", "reflect.cli"]
@@ -529,7 +529,7 @@ SERVER_IMPORT = "from mcp_memoryrouter.auth.server.provider import Lifetimes\n"
             "imports vault.service",
         ),
         ("mcp_server/server.py", "import importlib\nimportlib.import_module(name)\n", "computed"),
-        ("pages/document.py", "from mcp_memoryrouter.auth.pages import page\n", "imports auth."),
+        ("pages/document.py", "from mcp_memoryrouter.auth.display import shown\n", "imports auth."),
         ("pages/headers.py", "from mcp_memoryrouter.ui import render\n", "imports ui.render"),
         ("pages/document.py", "from mcp_memoryrouter import schemas\n", "imports schemas"),
         # auth/ by role: the resource side and sign-in know nothing of the server, the state
@@ -569,8 +569,8 @@ def test_the_entry_check_fails_on_an_import_past_an_entry(
     planted_module = where.removesuffix(".py").replace("/", ".")
     assert problems and all(p.startswith(planted_module + ":") for p in problems)
     assert any(expected in p for p in problems), problems
-    # inside a part, and from the server's own pages, the modules behind the entry are open
-    assert not entry_violations(planted(tmp_path, {"auth/pages.py": SERVER_IMPORT}))
+    # inside a part (the server's own pages included) the modules behind the entry are open
+    assert not entry_violations(planted(tmp_path, {"auth/server/pages/flow.py": SERVER_IMPORT}))
     assert not entry_violations(planted(tmp_path, {"auth/server/grants.py": SERVER_IMPORT}))
 
 
@@ -643,8 +643,8 @@ def test_the_database_check_fails_outside_the_connection_layer(
     ],
 )
 def test_the_header_check_fails_on_a_page_setting_its_own(tmp_path: Path, source: str) -> None:
-    [problem] = header_violations(planted(tmp_path, {"auth/pages.py": source}))
-    assert problem.startswith("auth.pages:1")
+    [problem] = header_violations(planted(tmp_path, {"auth/server/pages/html.py": source}))
+    assert problem.startswith("auth.server.pages.html:1")
     assert not header_violations(planted(tmp_path, {"pages/headers.py": source}))
 
 

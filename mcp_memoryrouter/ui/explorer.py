@@ -33,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.abilities import abilities
-from mcp_memoryrouter.auth.pages import ExplorerIdentity, IdentitySignedIn
+from mcp_memoryrouter.auth.explorer_signin import ExplorerIdentity, IdentitySignedIn
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.store import AuthStore
 from mcp_memoryrouter.client import VaultClient

@@ -24,17 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcp_memoryrouter.auth.explorer_signin import ExplorerIdentity, IdentitySignedIn
 from mcp_memoryrouter.auth.metadata import authorization_server_metadata, json_route
-from mcp_memoryrouter.auth.pages import (
-    CONSENT_PATH,
-    OIDC_CALLBACK_PATH,
-    OIDC_START_PATH,
-    ExplorerIdentity,
-    IdentityProvider,
-    IdentitySignedIn,
-    Pages,
-    stylesheet,
-)
 from mcp_memoryrouter.auth.resource import RECONNECT
 from mcp_memoryrouter.auth.scopes import ALL_SCOPES, ScopePolicy
 from mcp_memoryrouter.auth.server.addresses import Resolver, system_resolver
@@ -43,8 +34,13 @@ from mcp_memoryrouter.auth.server.clients import (
     MetadataDocuments,
 )
 from mcp_memoryrouter.auth.server.grants import GrantTokenVerifier
+from mcp_memoryrouter.auth.server.pages import (
+    OIDC_CALLBACK_PATH,
+    IdentityProvider,
+    Pages,
+    stylesheet,
+)
 from mcp_memoryrouter.auth.server.provider import (
-    SIGN_IN_PATH,
     EmbeddedProvider,
     Lifetimes,
     resource_problem,
@@ -134,7 +130,7 @@ def embedded_server(
             clock=clock,
         )
     fetching = documents or DocumentFetching(httpx2.AsyncClient())
-    server = build_embedded(
+    return build_embedded(
         state.data_dir,
         issuer=issuer,
         resource=issuer + "/mcp",
@@ -150,10 +146,8 @@ def embedded_server(
         identity_providers=identity_providers(issuer, sign_in, provision),
         http=fetching.http,
         resolver=fetching.resolver,
+        explorer_signed_in=explorer_signed_in,
     )
-    if server.pages is not None:
-        server.pages.explorer_signed_in = explorer_signed_in
-    return server
 
 
 def identity_providers(
@@ -235,6 +229,7 @@ def build_embedded(
     store: AuthStore | None = None,
     signer: Signer | SigningKeys | None = None,
     identity_providers: Sequence[IdentityProvider] = (),
+    explorer_signed_in: Callable[[IdentitySignedIn], Awaitable[Response]] | None = None,
 ) -> EmbeddedAuthServer:
     """``server_name`` is what the pages call this server (default: the issuer's host). The
     sealing key, the state and the signing keys default to files in ``data_dir``; replicas
@@ -257,7 +252,9 @@ def build_embedded(
         store, signer, sealer, documents, verifier, vault, lifetimes=lifetimes, clock=clock
     )
     name = server_name or httpx2.URL(issuer).host
-    pages = Pages(provider, vault, policy.descriptions, name, identity_providers)
+    pages = Pages(
+        provider, vault, policy.descriptions, name, identity_providers, explorer_signed_in
+    )
     authenticator = ClientAuthenticator(provider)
     registration = ClientRegistrationOptions(
         enabled=True, valid_scopes=list(ALL_SCOPES), default_scopes=list(ALL_SCOPES)
@@ -293,12 +290,7 @@ def build_embedded(
             endpoint=cors_middleware(RevocationEndpoint(provider, authenticator).handle, post),
             methods=post,
         ),
-        Route(SIGN_IN_PATH, endpoint=pages.sign_in, methods=["GET"]),
-        Route(SIGN_IN_PATH, endpoint=pages.same_site(pages.sign_in_post), methods=["POST"]),
-        Route(OIDC_START_PATH, endpoint=pages.same_site(pages.oidc_start), methods=["POST"]),
-        Route(OIDC_CALLBACK_PATH, endpoint=pages.oidc_callback, methods=["GET"]),
-        Route(CONSENT_PATH, endpoint=pages.consent, methods=["GET"]),
-        Route(CONSENT_PATH, endpoint=pages.same_site(pages.consent_post), methods=["POST"]),
+        *pages.routes(),
     ]
     routes = throttled(routes, Throttle(limits, lambda: int(clock() * 1000)))
     routes.append(Route(STYLESHEET_PATH, endpoint=stylesheet, methods=["GET"]))  # not limited
