@@ -35,6 +35,13 @@ DOUBLE = Path(__file__).resolve().parent / "agent_cli_double.py"
 CLAUDE_CLI = REPO / ".tools" / "claude" / "node_modules" / ".bin" / "claude"
 CLI_REQUIRED = os.environ.get("MEMORYROUTER_TEST_CLAUDE_CODE", "").strip() == "1"
 QUIET = {"REFLECT_TEST_GROUP": "100", "REFLECT_TEST_IMPORTANCE": "1"}  # little tier 2 debt
+# Claude Code's CLI in the tests sends nothing anywhere: no telemetry, error reports or updates
+OFFLINE = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
 HOOK_SECONDS = 10.0  # hooks.json gives each hook this long; ours returns in milliseconds
 # The tool names Claude Code gives the plugin's server and a server added as `memoryrouter`
 PLUGIN_TOOL = "mcp__plugin_memoryrouter_memoryrouter__search_memories"
@@ -59,7 +66,7 @@ def run_claude(tmp_path: Path, *args: str, env: dict[str, str] | None = None) ->
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
     done = subprocess.run(
         [str(claude_cli()), *args],
-        env={**environ, "HOME": str(home), **(env or {})},
+        env={**environ, **OFFLINE, "HOME": str(home), **(env or {})},
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -88,7 +95,7 @@ def test_a_plugin_with_a_broken_hook_fails_that_validation(tmp_path: Path) -> No
     (broken / "hooks" / "hooks.json").write_text(json.dumps(hooks))
     done = subprocess.run(
         [str(claude_cli()), "plugin", "validate", "--strict", str(broken)],
-        env={**os.environ, "HOME": str(tmp_path)},
+        env={**os.environ, **OFFLINE, "HOME": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -354,7 +361,7 @@ def claude_session(session: Session, *args: str, **extra: str) -> None:
         k: v
         for k, v in session.environ(**extra).items()
         if k == "AGENT_DOUBLE_ARGS" or not k.startswith(("CLAUDE", "ANTHROPIC"))
-    }
+    } | OFFLINE
     done = subprocess.run(
         [str(claude_cli()), *args, "-p"],
         input="hello",
