@@ -27,7 +27,8 @@ import json
 import re
 import shlex
 import shutil
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -201,6 +202,25 @@ def documented(filled: Filled) -> list[Shown]:
     return shown
 
 
+def _openmemory_zip(target: Path) -> None:
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.write(MOVING / "openmemory-memories.json", "memories.json")
+
+
+MOVING = ROOT / "tests" / "reflect" / "fixtures" / "moving"
+# the inputs docs/backup.md's "Moving in" names, from tests/reflect/test_moving_in.py's fixtures
+MOVING_IN: dict[str, Callable[[Path], object]] = {
+    "memory.jsonl": lambda target: shutil.copyfile(MOVING / "memory.jsonl", target),
+    "memories_export_alice.zip": _openmemory_zip,
+    "memories_export_me.zip": _openmemory_zip,
+    "~/basic-memory": lambda target: shutil.copytree(MOVING / "basic-memory", target),
+    "agent.af": lambda target: shutil.copyfile(MOVING / "letta" / "sam.af", target),
+    "~/.letta/agents/agent-7c2e4f": lambda target: shutil.copytree(
+        MOVING / "letta" / "agent-7c2e4f", target
+    ),
+}
+
+
 def _files(shown: Shown, folder: Path, filled: Filled) -> None:
     """The files a command names, as a person following the doc would have them."""
     outputs = {value for flag, value in pairwise(shown.args) if flag in ("-o", "--output")}
@@ -209,6 +229,8 @@ def _files(shown: Shown, folder: Path, filled: Filled) -> None:
         if word.endswith(".key"):
             target.write_text(filled.key + "\n")
             target.chmod(0o600)
+        elif word in MOVING_IN:  # what the products people move in from write
+            MOVING_IN[word](target)
         elif word.endswith(".jsonl"):
             target.write_text(RAW_JSONL)
         elif word.endswith(".zip"):

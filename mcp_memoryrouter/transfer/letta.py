@@ -2,7 +2,7 @@
 
 Two shapes, in one folder or given alone:
 
-- an agent file (``.af``, what ``letta export`` and the ADE's "Export agent" write: JSON of
+- an agent file (``.af``, what a Letta server's ``GET /v1/agents/{id}/export`` answers: JSON of
   ``agents``, ``blocks``, ``messages`` per agent, ``tools``, …; letta's
   ``schemas/agent_file.py``): each agent's blocks (``block_ids`` into ``blocks``: ``label``,
   ``value``, ``description``) and its messages (``role``, ``content`` parts of type
