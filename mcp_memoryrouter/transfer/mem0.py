@@ -110,7 +110,7 @@ def _records(path: Path, text: str) -> Iterator[tuple[_Where, dict[str, Any], di
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        if exc.lineno > 1 and text.lstrip().startswith("{"):  # JSON lines
+        if exc.lineno > 1 and _one_object(text.lstrip().split("\n", 1)[0]):  # JSON lines
             yield from _lines(path, text)
             return
         raise bad(
@@ -124,6 +124,14 @@ def _records(path: Path, text: str) -> Iterator[tuple[_Where, dict[str, Any], di
         if not isinstance(record, dict):
             raise where.bad("not a JSON object")
         yield where, record, context
+
+
+def _one_object(line: str) -> bool:
+    """Whether ``line`` is a JSON object on its own: the first of JSON lines."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _lines(path: Path, text: str) -> Iterator[tuple[_Where, dict[str, Any], dict[str, Any]]]:

@@ -315,6 +315,12 @@ def test_a_malformed_mem0_export_is_refused_naming_the_memory_or_line(
     cut = tmp_path / "memories.jsonl"
     cut.write_text("\n".join(lines))
     refused_whole(served, "mem0", cut, "memories.jsonl, line 2", "not JSON")
+    pretty = (
+        (FIXTURES / "mem0-get-all.json").read_text().replace('"memory": "Likes', '"memory" "Likes')
+    )
+    (tmp_path / "pretty.json").write_text(pretty)
+    line = pretty[: pretty.index('"memory" "Likes')].count("\n") + 1
+    refused_whole(served, "mem0", tmp_path / "pretty.json", f"pretty.json, line {line}")
 
 
 # --- basic-memory -------------------------------------------------------------------------
@@ -464,6 +470,51 @@ def test_export_to_markdown_writes_a_note_per_session_and_per_reflection(
     assert "- built_from [[server-memory-John_Smith]]" in reflection.read_text()
     again = run(served, "export", "--to", "markdown", "-o", str(out))
     assert again.exit_code == 1 and "already exists" in again.output
+    assert moved_in(served, "basic-memory", out)["records"] == 4  # notes basic-memory reads
+
+
+def test_export_to_server_memory_makes_sessions_and_reflections_entities(
+    served: Served, tmp_path: Path
+) -> None:
+    with served.http() as http:
+        messages = [
+            {"role": "user", "content": "We picked Postgres.", "session_id": "s-1"},
+            {"role": "assistant", "content": "Noted.", "session_id": "s-1"},
+            {"role": "user", "content": "A note without a session."},
+        ]
+        assert http.post("/v1/memory/ingest", json={"messages": messages}).status_code == 202
+        made = http.post(
+            "/v1/memory/import-reflections",
+            json={
+                "tier": 2,
+                "entries": [{"text": "The team chose Postgres.", "importance": 6}],
+                "source_ids": _ids(http)[:2],
+            },
+        )
+        assert made.status_code == 200, made.text
+    result = run(served, "export", "--to", "server-memory")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.split("\n")]
+    assert lines == [
+        {
+            "type": "entity",
+            "name": "s-1",
+            "entityType": "session",
+            "observations": ["We picked Postgres.", "Noted."],
+        },
+        {
+            "type": "entity",
+            "name": "memories without a session",
+            "entityType": "session",
+            "observations": ["A note without a session."],
+        },
+        {
+            "type": "entity",
+            "name": "reflections of tier 2",
+            "entityType": "reflection",
+            "observations": ["The team chose Postgres."],
+        },
+    ]
 
 
 def _ids(http: Any) -> list[str]:
