@@ -175,21 +175,32 @@ def dated(moved: Moved, held: dict[str, str], now_ms: int) -> tuple[History, Mov
     """The sessions as a chat history the importer sends, every record dated: its own
     date, else its session's date in the vault, else ``now_ms``."""
     now = format_ms(now_ms)
-    report = MoveReport(moved.product, moved.records, 0, 0, dict(moved.skipped), 0, 0, None)
+    report = MoveReport(
+        product=moved.product,
+        records=moved.records,
+        sessions=0,
+        memories=0,
+        skipped=dict(moved.skipped),
+        undated=0,
+        dated_earlier=0,
+        import_date=None,
+    )
     conversations = []
     for name, session in moved.sessions.items():
         if not session.items:
             continue
-        fallback = held.get(session.id, now)
+        earlier = held.get(session.id)
         messages = []
         for item in session.items:
-            if item.date_ms is None:
+            if item.date_ms is not None:
+                day = format_ms(item.date_ms)
+            else:
                 report.undated += 1
-                if fallback == now:
-                    report.import_date = now
+                if earlier is None:
+                    report.import_date = day = now
                 else:
                     report.dated_earlier += 1
-            day = fallback if item.date_ms is None else format_ms(item.date_ms)
+                    day = earlier
             messages.append(HistoryMessage(item.role, item.text, day))
         conversations.append(Conversation(name, session.id, name, tuple(messages)))
     report.sessions = len(conversations)
