@@ -4,9 +4,9 @@ Two shapes, in one folder or given alone:
 
 - an agent file (``.af``, what a Letta server's ``GET /v1/agents/{id}/export`` answers: JSON of
   ``agents``, ``blocks``, ``messages`` per agent, ``tools``, …; letta's
-  ``schemas/agent_file.py``): each agent's blocks (``block_ids`` into ``blocks``: ``label``,
-  ``value``, ``description``) and its messages (``role``, ``content`` parts of type
-  ``text``, ``tool_calls``, ``created_at``);
+  ``schemas/agent_file.py``): each agent's blocks (``block_ids`` into ``blocks``: their
+  ``label`` and ``value``; ``description`` and ``limit`` are not kept) and its messages
+  (``role``, ``content`` parts of type ``text``, ``tool_calls``, ``created_at``);
 - a memory folder (Letta Code's memory filesystem, a git repository of Markdown files:
   ``memory/system/human.md``, …): each file one block, its label the path without ``.md``,
   front matter ``description`` (``limit``, ``read_only``), the body its value.

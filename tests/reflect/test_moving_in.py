@@ -43,6 +43,8 @@ from mcp_memoryrouter import schemas
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import TransportFailure
+from mcp_memoryrouter.reflect.cli import commands
+from mcp_memoryrouter.transfer import moving
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import StoreFactory, live_server, make_vault
 from tests.support.reflect import Served, stored
@@ -534,3 +536,7 @@ def test_openmemory_zip_without_its_files_is_refused(served: Served, tmp_path: P
         archive.writestr("readme.txt", "nothing")
     empty.write_bytes(buffer.getvalue())
     refused_whole(served, "mem0", empty, "export.zip", "memories.json")
+
+
+def test_the_command_offers_every_product_the_readers_know() -> None:
+    assert commands.PRODUCTS == moving.PRODUCTS
