@@ -21,11 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from mcp_memoryrouter.limits import RAW_SUGGESTED, TIER2_SUGGESTED
+from tests.reflect.model_program import MEMORY_LINE, entries
+from tests.support.messages_api import Reply, Text, ToolUse, messages_api, tool_results, user_text
 from tests.support.oauth import oauth_server_at
-from tests.support.reflect import ModelProgram, Served, assert_no_ids, wait_until
+from tests.support.reflect import ModelProgram, Served, assert_no_ids, moment, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "integrations" / "claude-code"
@@ -457,3 +460,80 @@ def test_gemini_s_documented_hook_names_the_gemini_model_command() -> None:
     assert entry["hooks"][0]["command"].endswith("consolidate.sh check gemini")
     script = (PLUGIN / "hooks" / "consolidate.sh").read_text()
     assert "gemini) model_cmd=\"gemini -p ''\"" in script
+
+
+# --- a whole Claude Code session, its model doubled at the Messages API --------------------
+
+
+def consolidating_model(body: dict[str, Any]) -> Reply:
+    """The model behind Claude Code: in the session, it searches the memory once, then answers;
+    asked to consolidate (by the hook's ``claude -p``), it writes entries as model_program does."""
+    text = user_text(body)
+    if tool_results(body):
+        return Text("Ana fixed bug 71.")
+    if any(MEMORY_LINE.match(line) for line in text.splitlines()):
+        return Text(json.dumps(entries(text)))
+    if any(tool.get("name") == PLUGIN_TOOL for tool in body.get("tools", [])):
+        return ToolUse(PLUGIN_TOOL, {"query": "what Ana fixed"})
+    return Text("ok")
+
+
+def past_the_threshold(http: httpx2.Client) -> None:
+    """1,100 memories of about 52 tokens: 57,000 tokens, a raw consolidation suggested."""
+    for start in range(0, 1100, 550):
+        messages = [
+            {"content": moment(i, 210), "date": f"2026-11-{1 + i // 60:02d}T10:{i % 60:02d}:00Z"}
+            for i in range(start, start + 550)
+        ]
+        assert http.post("/v1/memory/ingest", json={"messages": messages}).status_code == 202
+    suggestion = http.get("/v1/memory/stats").json()["reflection"]["suggestion"]
+    assert suggestion.startswith(RAW_SUGGESTED)
+
+
+def test_a_claude_code_session_searching_the_memory_consolidates_through_the_plugin(
+    tmp_path: Path,
+) -> None:
+    """Claude Code itself, end to end: the plugin's MCP server answers a search whose result
+    carries the suggestion, the PostToolUse hook starts `auto`, and the reflections are written
+    by Claude Code's own print mode (the real CLI, its model doubled at the API)."""
+    cli = claude_cli()
+    home = tmp_path / "memoryrouter"
+    log = home / "consolidate.log"
+    with oauth_server_at(tmp_path / "data") as server, messages_api(consolidating_model) as api:
+        key = server.new_key()
+        vault = httpx2.Client(base_url=server.base, headers={"Authorization": f"Bearer {key}"})
+        with vault:
+            past_the_threshold(vault)
+            ours = ("CLAUDE", "ANTHROPIC", "MEMORYROUTER_")
+            env = {k: v for k, v in os.environ.items() if not k.startswith(ours)} | OFFLINE
+            env |= {
+                "HOME": str(tmp_path),
+                "PATH": os.pathsep.join(
+                    [str(cli.parent), str(Path(sys.executable).parent), os.environ["PATH"]]
+                ),
+                "ANTHROPIC_BASE_URL": api.url,
+                "ANTHROPIC_API_KEY": "sk-ant-double",
+                "MEMORYROUTER_API_URL": server.base,
+                "MEMORYROUTER_KEY": key,
+                "MEMORYROUTER_HOME": str(home),
+            }
+            done = subprocess.run(
+                ["claude", "--plugin-dir", str(PLUGIN), "-p", "--allowedTools", PLUGIN_TOOL],
+                input="What did Ana fix?",
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert (done.returncode, done.stdout) == (0, "Ana fixed bug 71.\n"), done.stderr
+            wait_until(lambda: log.exists() and "run ended" in log.read_text(), timeout=60)
+            tiers = vault.get("/v1/memory/stats").json()["tiers"]
+    said = log.read_text()
+    assert "hook (claude, tool-result)" in said  # started by the search's result
+    assert "hook (claude, check)" in said  # and SessionEnd found it running, or done
+    assert "\nlocked\n" in said or "\ncooling_down\n" in said
+    assert int(tiers["2"]["count"]) > 0
+    asked = [b for b in api.requests if any(map(MEMORY_LINE.match, user_text(b).splitlines()))]
+    assert asked and all(b.get("tools") == [] for b in asked)  # print mode, no tools
+    assert_no_ids([user_text(b) for b in asked])
