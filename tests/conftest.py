@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import httpcore2
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
+from mcp_memoryrouter.edge.ratelimit import TokenBuckets
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from tests import pg
@@ -15,11 +19,18 @@ from tests.support import (
     AnyStore,
     StoreFactory,
     Vault,
+    loopback,
     make_vault,
     markers,
+    rate_limits,
     sqlite_store,
 )
 from tests.support.oauth import OAuthServer, oauth_server_at
+
+# One default TLS context for every HTTP client a test makes (httpx2 builds a new one per
+# client, reading the system's CA bundle: 20 to 50 ms each, and the tests make thousands of
+# clients, nearly all to loopback). The same settings, built once; nothing here changes one.
+httpcore2.default_ssl_context = functools.cache(httpcore2.default_ssl_context)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -98,13 +109,38 @@ def chromium() -> Iterator[Browser]:
             launched.close()
 
 
+@pytest.fixture(scope="module")
+def shared_oauth_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[OAuthServer, list[TokenBuckets]]]:
+    """The module's server and its rate limits (put back to full after each test)."""
+    with oauth_server_at(tmp_path_factory.mktemp("oauth")) as server:
+        yield server, rate_limits(server.server.app)
+
+
 @pytest.fixture
-def oauth_server(tmp_path: Path) -> Iterator[OAuthServer]:
-    """The whole server with its authorization server, of the test's own, on loopback."""
-    with oauth_server_at(tmp_path) as server:
-        yield server
+def oauth_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OAuthServer]:
+    """The whole server with its authorization server on loopback, with a vault of the
+    test's own: one server per module (building one costs half a second), a new key per test,
+    and the clock and every rate limit put back after it. A test that needs the server's whole
+    state to itself (its data directory, every row of its tables) is marked ``own_server``."""
+    if request.node.get_closest_marker("own_server"):
+        with oauth_server_at(tmp_path) as alone:
+            yield alone
+        return
+    shared, limits = request.getfixturevalue("shared_oauth_server")
+    try:
+        yield replace(shared, key=shared.new_key())
+    finally:
+        shared.clock.offset = 0.0
+        for buckets in limits:
+            buckets._buckets.clear()
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def pytest_sessionfinish() -> None:
+    loopback.close_all()

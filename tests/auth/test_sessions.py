@@ -99,6 +99,7 @@ async def test_a_browser_that_signed_in_is_asked_only_to_consent_the_next_time(
     assert deleted.status_code == 200
 
 
+@pytest.mark.own_server  # reads every session row
 async def test_the_session_cookie_is_httponly_lax_for_30_days_and_its_secret_stored_hashed(
     oauth_server: OAuthServer,
 ) -> None:
@@ -260,6 +261,7 @@ def test_a_client_id_in_a_bad_link_cannot_reorder_or_hide_the_pages_words(
 # consent belongs to the browser that signed in --------------------------------------------
 
 
+@pytest.mark.own_server  # reads every pending request
 async def test_a_pending_request_known_to_another_browser_gives_it_nothing_usable(
     oauth_server: OAuthServer,
 ) -> None:
@@ -304,6 +306,7 @@ async def test_a_pending_request_known_to_another_browser_gives_it_nothing_usabl
     assert tokens["scope"] == "memories:read"
 
 
+@pytest.mark.own_server  # reads every pending request
 async def test_no_url_a_browser_visits_names_its_pending_request(
     oauth_server: OAuthServer,
 ) -> None:

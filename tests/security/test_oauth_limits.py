@@ -102,6 +102,7 @@ def test_a_chunked_body_over_the_cap_is_413_without_a_content_length(
     assert response.status_code == 413 and response.json()["error"] == "invalid_request"
 
 
+@pytest.mark.own_server  # measures the authorization server's file
 def test_hundreds_of_huge_registrations_store_nothing(
     oauth_server: OAuthServer, tmp_path: Path
 ) -> None:

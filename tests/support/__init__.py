@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import socket
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
-import uvicorn
 from fastapi import FastAPI
 from starlette.testclient import TestClient
-from starlette.types import ASGIApp
 
 from mcp_memoryrouter.config import Settings
+from mcp_memoryrouter.edge.ratelimit import TokenBuckets
 from mcp_memoryrouter.vault.app import create_vault_app
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.postgres import PostgresStore
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.support.loopback import live_server as live_server
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00.000Z
 
@@ -162,28 +159,29 @@ def make_vault(
     return Vault(app, service, opened, clock, http, key, worker)
 
 
-@contextmanager
-def live_server(app: ASGIApp, *, lifespan: Literal["on", "off"] = "off") -> Iterator[str]:
-    """Run ``app`` on a real uvicorn bound to an ephemeral loopback port."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan=lifespan)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start within 10 s")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+def rate_limits(app: object) -> list[TokenBuckets]:
+    """Every rate limit held in memory by ``app`` and what it wraps (the authorization
+    server's, the explorer's sign-ins, the REST API's), found by walking its attributes."""
+    found: list[TokenBuckets] = []
+    seen: set[int] = set()
+    todo: list[object] = [app]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, TokenBuckets):
+            found.append(item)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            todo += list(item)
+        elif isinstance(item, dict):
+            todo += list(item.values())
+        elif type(item).__module__.split(".")[0] in ("mcp_memoryrouter", "starlette", "fastapi"):
+            todo += list(getattr(item, "__dict__", {}).values())
+            todo += [getattr(item, slot, None) for slot in getattr(type(item), "__slots__", ())]
+        elif callable(item) and hasattr(item, "__closure__"):  # a function wrapping an app
+            todo += [cell.cell_contents for cell in item.__closure__ or ()]
+    return found
 
 
 # Debian's chromium, driven by Playwright (which never downloads a browser of its own here)

@@ -37,6 +37,7 @@ from mcp_memoryrouter.app import Server, create_server
 from mcp_memoryrouter.auth.server.clients import DocumentFetching
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
+from tests.support.loopback import borrowed
 
 REDIRECT_URI = "http://127.0.0.1:7777/callback"
 
@@ -80,6 +81,9 @@ class OAuthServer:
 
 @contextmanager
 def serve(app: ASGIApp, sock: socket.socket) -> Iterator[None]:
+    """``app`` on a uvicorn of its own, listening on ``sock`` (bound by the caller)."""
+    # as a TCP socket by name, so the connections it accepts get TCP_NODELAY (loopback.py)
+    sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -100,18 +104,16 @@ def oauth_server_at(
     data_dir: Path, documents: DocumentFetching | None = None, **settings: Any
 ) -> Iterator[OAuthServer]:
     """A server on loopback; ``documents``: how it fetches client ID metadata documents."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    clock = Clock()
-    config = Settings(data_dir=data_dir, embeddings="none", public_url=base, **settings)
-    server = create_server(config, clock=clock, documents=documents)
-    assert server.service is not None
-    service: VaultService = server.service
-    key, _ = service.create_vault()
-    with serve(server.app, sock):
-        yield OAuthServer(base, server, service, key, clock)
+    with borrowed() as slot:
+        base = slot.url
+        clock = Clock()
+        config = Settings(data_dir=data_dir, embeddings="none", public_url=base, **settings)
+        server = create_server(config, clock=clock, documents=documents)
+        assert server.service is not None
+        service: VaultService = server.service
+        key, _ = service.create_vault()
+        with slot.serving(server.app, lifespan="on"):
+            yield OAuthServer(base, server, service, key, clock)
 
 
 class FormReader(HTMLParser):

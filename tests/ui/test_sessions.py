@@ -155,6 +155,7 @@ def test_a_missing_memory_is_a_404_page(browser: httpx2.Client) -> None:
     assert "may have been deleted" in answer.text
 
 
+@pytest.mark.own_server  # reads the data directory
 def test_the_sessions_file_is_private(server: OAuthServer, tmp_path: Path) -> None:
     with signed_in(server, server.key):
         pass
