@@ -23,6 +23,7 @@ READ_ROUTES = {
     ("POST", "/v1/memory/date-search"),
     ("POST", "/v1/memory/inspect"),
     ("GET", "/v1/memory/export"),
+    ("GET", "/v1/memory/consolidate/server"),
 }
 
 
@@ -45,6 +46,8 @@ def write_calls(owned: Owned) -> dict[tuple[str, str], dict[str, Any] | None]:
         },
         ("POST", "/v1/memory/delete-ids"): {"ids": owned.raw_ids},
         ("DELETE", "/v1/memory"): None,
+        ("POST", "/v1/memory/consolidate/run"): {},
+        ("POST", "/v1/memory/consolidate/server"): {"enabled": False},
     }
 
 

@@ -19,11 +19,12 @@ from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests import pg
 
 SHIPPED = 6  # the vault's last migration when the one runner came
+LATEST = MIGRATIONS.scripts("sqlite")[-1].version  # the vault's last migration now
 NEXT = "CREATE TABLE upgraded (id integer PRIMARY KEY);\n"
 
 
 def vault_and_one_more(tmp_path: Path) -> Migrations:
-    """The vault's migrations as shipped, and a seventh."""
+    """The vault's migrations as shipped, and one more."""
     folder = tmp_path / "migrations"
     for dialect in ("sqlite", "postgres"):
         source = resources.files("mcp_memoryrouter.vault.migrations").joinpath(dialect)
@@ -31,7 +32,7 @@ def vault_and_one_more(tmp_path: Path) -> Migrations:
         for script in source.iterdir():
             if script.name.endswith(".sql"):
                 (folder / dialect / script.name).write_text(script.read_text(encoding="utf-8"))
-        (folder / dialect / "0007_upgraded.sql").write_text(NEXT)
+        (folder / dialect / f"{LATEST + 1:04d}_upgraded.sql").write_text(NEXT)
     return Migrations(folder, record="schema_migrations")
 
 
@@ -62,11 +63,11 @@ def test_a_sqlite_vault_at_version_6_upgrades_in_place(tmp_path: Path) -> None:
 
     conn = connect(path)
     try:
-        assert migrate_sqlite(conn, vault_and_one_more(tmp_path)) == 7
-        assert migrate_sqlite(conn, vault_and_one_more(tmp_path / "again")) == 7  # once
+        assert migrate_sqlite(conn, vault_and_one_more(tmp_path)) == LATEST + 1
+        assert migrate_sqlite(conn, vault_and_one_more(tmp_path / "again")) == LATEST + 1
         assert conn.execute("SELECT id FROM vaults").fetchall() == [("a",)]
         assert conn.execute("SELECT count(*) FROM upgraded").fetchone() == (0,)
-        assert conn.execute("PRAGMA user_version").fetchone() == (7,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (LATEST + 1,)
     finally:
         conn.close()
 
@@ -105,17 +106,17 @@ def test_a_postgres_vault_at_version_6_upgrades_and_components_record_apart(
             conn.execute("INSERT INTO vaults (id, ref, created_ms) VALUES ('a', 'vr_a', 0)")
         state = component(tmp_path, "state", record="state_schema_migrations")
         assert migrate_postgres(url, state) == 1
-        assert migrate_postgres(url, vault_and_one_more(tmp_path)) == 7
-        assert migrate_postgres(url, vault_and_one_more(tmp_path / "again")) == 7
+        assert migrate_postgres(url, vault_and_one_more(tmp_path)) == LATEST + 1
+        assert migrate_postgres(url, vault_and_one_more(tmp_path / "again")) == LATEST + 1
         assert migrate_postgres(url, state) == 1
         with psycopg.connect(url) as conn:
             vault = conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1")
-            assert [v for v, _ in vault.fetchall()] == list(range(1, 8))
+            assert [v for v, _ in vault.fetchall()] == list(range(1, LATEST + 2))
             states = conn.execute("SELECT version, name FROM state_schema_migrations")
             assert states.fetchall() == [(1, "0001_init.sql")]
             assert conn.execute("SELECT id FROM vaults").fetchall() == [("a",)]
             assert conn.execute("SELECT count(*) FROM upgraded").fetchone() == (0,)
             conn.execute("DROP TABLE upgraded, state_things, state_schema_migrations")
-            conn.execute("DELETE FROM schema_migrations WHERE version = 7")
+            conn.execute("DELETE FROM schema_migrations WHERE version = %s", (LATEST + 1,))
     finally:
         postgres_databases.release(url)

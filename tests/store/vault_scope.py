@@ -39,6 +39,7 @@ VAULT_COLUMN = {
     "lineage": "vault_id",
     "usage_events": "vault_id",
     "postings": "vault_id",
+    "reflector_runs": "vault_id",
 }
 # Tables only the PostgreSQL store has (SQLite's BM25 index lives in memory, over FTS5).
 POSTGRES_ONLY = {"postings"}

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from mcp_memoryrouter.vault.app import front_of
 from mcp_memoryrouter.vault.http.api import router
+from mcp_memoryrouter.vault.rules.domain import RunOutcome
 from tests.store.recorder import Executed, Recording
 from tests.support import Vault
 from tests.vault.embedders import ConceptEmbedder
@@ -138,6 +140,7 @@ def exercise(w: Workload) -> None:
     restore(w, ids["late"])
     w.http("GET", "/v1/memory/export")
     forget(w, ids["garden"], ids["cycling"])
+    reflector(w)
     w.http("DELETE", "/v1/keys/{key_id}", key_id=reader["id"])
     w.http("GET", "/v1/keys/current", key=reader["key"], status=401, note="a revoked key")
     w.http("DELETE", "/v1/memory")
@@ -211,6 +214,25 @@ def consolidate(w: Workload) -> dict[str, list[str]]:
     w.http("POST", COMMIT, expired, status=409, note="lease expired")
     w.step("embedding worker: the queue drained", w.vault.worker.drain)
     return {"reflections": [c["id"] for c in done["created"]], "late": late}
+
+
+def reflector(w: Workload) -> None:
+    """The server's reflector and the vault: turned off and on, a run asked for (this vault
+    app has no reflector: 409), and a run's hold taken and released as the server's own
+    reflector takes it (no route does)."""
+    w.http("GET", "/v1/memory/consolidate/server")
+    w.http("POST", "/v1/memory/consolidate/server", {"enabled": False})
+    w.http("POST", "/v1/memory/consolidate/run", {}, status=409, note="no reflector")
+    w.http("POST", "/v1/memory/consolidate/server", {"enabled": True})
+    front = front_of(w.vault.app)
+    access = w.vault.service.authenticate(w.vault.key)
+
+    def run() -> None:
+        assert front.claim_reflector(access, "run-1", 60_000, triggered=True) is not None
+        ended = RunOutcome("below_threshold", batches=1, reflections=2, calls=((900, 40),))
+        front.finish_reflector(access, "run-1", ended, 1_000)
+
+    w.step("the server's reflector: a run's hold taken and released", run)
 
 
 def restore(w: Workload, late: Sequence[str]) -> None:
