@@ -12,6 +12,12 @@ whether it only reads and whether it destroys, as the hosts' directories require
 hints must agree with the tool's scope in ``scopes.yaml`` or the server does not start. A
 memory key is listed only the tools and resources it may use (a key cannot step up; an
 OAuth grant is listed everything, and steps up when a call needs more).
+
+A tool may name a view (an MCP App, the ext-apps specification 2026-01-26): a ``ui://``
+resource of MIME ``text/html;profile=mcp-app`` the host renders beside the answer, named in
+the tool's ``_meta.ui.resourceUri``; the server does not start when the resource is not in the
+catalog with that MIME. A tool only a view calls is listed with ``visibility: ["app"]`` (hosts
+keep it from the model) and is held to ``scopes.yaml`` like every other.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
@@ -48,6 +54,8 @@ DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 MAX_NAME = 64  # Claude's connector directory refuses longer tool names
+APP_MIME = "text/html;profile=mcp-app"  # ext-apps 2026-01-26: the MIME of a view's resource
+Visibility = Literal["model", "app"]
 # the lists a memory key is shown only what it may use of: method -> (field, what names one)
 _LISTS: dict[str, tuple[str, str]] = {
     "tools/list": ("tools", "name"),
@@ -63,6 +71,8 @@ class ToolSpec:
     title: str
     description: str
     annotations: ToolAnnotations
+    view: str | None = None  # the ui:// resource the host renders the result in
+    visibility: tuple[Visibility, ...] = ("model", "app")  # who may call it: ("app",) hides it
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,7 @@ class ResourceSpec:
     title: str
     description: str
     mime_type: str = "application/json"
+    meta: dict[str, Any] | None = None  # a view's CSP and border (``_meta.ui``)
 
 
 def assemble(
@@ -92,6 +103,7 @@ def assemble(
     next round (None: a key of this process only)."""
     specs, readers = list(tools), list(resources)
     binder.policy.check_covers([s.fn.__name__ for s in specs], [r.uri for r in readers])
+    _check_views(specs, readers)
     built = [_tool(spec, binder) for spec in specs]
 
     @asynccontextmanager
@@ -117,6 +129,7 @@ def assemble(
             title=spec.title,
             description=spec.description,
             mime_type=spec.mime_type,
+            meta=spec.meta,
         )(_reader(spec, binder))
     return server
 
@@ -132,13 +145,38 @@ def _tool(spec: ToolSpec, binder: Binder) -> Tool:
         title=spec.title,
         description=spec.description,
         annotations=spec.annotations.model_copy(update={"title": spec.title}),
-        # the scope each tool needs, where ChatGPT reads it
-        meta={"securitySchemes": [{"type": "oauth2", "scopes": [scope]}]},
+        meta=_tool_meta(spec, scope),
     )
     tool.parameters = input_outline(tool.parameters)
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = output_outline(tool.fn_metadata.output_schema)
     return tool
+
+
+def _tool_meta(spec: ToolSpec, scope: Scope) -> dict[str, Any]:
+    # the scope each tool needs, where ChatGPT reads it
+    meta: dict[str, Any] = {"securitySchemes": [{"type": "oauth2", "scopes": [scope]}]}
+    ui: dict[str, Any] = {}
+    if spec.view is not None:
+        ui["resourceUri"] = spec.view
+    if set(spec.visibility) != {"model", "app"}:  # the default says nothing
+        ui["visibility"] = list(spec.visibility)
+    if ui:
+        meta["ui"] = ui
+    return meta
+
+
+def _check_views(specs: list[ToolSpec], readers: list[ResourceSpec]) -> None:
+    """Every view a tool names is a ``ui://`` resource of the catalog served as an MCP App."""
+    apps = {r.uri for r in readers if r.uri.startswith("ui://") and r.mime_type == APP_MIME}
+    for spec in specs:
+        if spec.view is not None and spec.view not in apps:
+            raise PolicyError(
+                f"tool {spec.fn.__name__!r} names the view {spec.view!r}, which the server "
+                f"does not offer as a ui:// resource of MIME {APP_MIME}"
+            )
+        if not spec.visibility:
+            raise PolicyError(f"tool {spec.fn.__name__!r} is visible to neither model nor app")
 
 
 def _reader(spec: ResourceSpec, binder: Binder) -> Callable[[], Awaitable[str]]:

@@ -5,13 +5,21 @@ from __future__ import annotations
 from mcp.server import MCPServer
 
 from mcp_memoryrouter import __version__
-from mcp_memoryrouter.mcp_server import catalog, resources
+from mcp_memoryrouter.mcp_server import catalog, resources, views
 from mcp_memoryrouter.mcp_server.binding import Binder
 from mcp_memoryrouter.mcp_server.copy import INSTRUCTIONS
 from mcp_memoryrouter.mcp_server.tools import connector, delete, lineage, read, reflect, write
 
 SERVER_NAME = "memoryrouter"
-TOOLS = (*read.TOOLS, *lineage.TOOLS, *connector.TOOLS, *write.TOOLS, *reflect.TOOLS, *delete.TOOLS)
+TOOLS = (
+    *read.TOOLS,
+    *lineage.TOOLS,
+    *connector.TOOLS,
+    *write.TOOLS,
+    *reflect.TOOLS,
+    *delete.TOOLS,
+    *views.TOOLS,
+)
 
 
 def build_server(binder: Binder, request_state_key: bytes | None = None) -> MCPServer:
@@ -24,6 +32,6 @@ def build_server(binder: Binder, request_state_key: bytes | None = None) -> MCPS
         INSTRUCTIONS,
         binder,
         TOOLS,
-        resources.RESOURCES,
+        (*resources.RESOURCES, *views.RESOURCES),
         request_state_key,
     )

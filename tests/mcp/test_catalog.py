@@ -29,6 +29,7 @@ ANNOTATIONS = {
     "reflect_memories": (False, False, False),
     "delete_memories": (False, True, True),
     "forget_all_memories": (False, True, True),
+    "memory_view_abilities": (True, False, True),  # the views' own (visibility: app)
 }
 
 
@@ -50,7 +51,7 @@ async def test_tools_list_fits_4000_tokens_and_what_the_model_reads_2000(
         [{k: t[k] for k in ("name", "description", "inputSchema")} for t in tools],
         separators=(",", ":"),
     )
-    assert len(tools) == 12
+    assert len(tools) == 13
     assert est_tokens(whole) <= 4_000, est_tokens(whole)
     assert est_tokens(core) <= 2_000, est_tokens(core)
 
@@ -148,7 +149,7 @@ async def test_every_tool_has_a_title_and_says_whether_it_reads_and_whether_it_d
     with the tool's scope in scopes.yaml."""
     policy = load_policy()
     tools = await tools_list(embedded)
-    assert len(tools) == 12
+    assert len(tools) == 13
     for tool in tools:
         name, hints = tool["name"], tool["annotations"]
         assert re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name), name

@@ -22,10 +22,11 @@ from tests.support.oauth import OAuthServer, grant_tokens
 pytestmark = pytest.mark.anyio
 
 READS = {"search_memories", "date_search_memories", "inspect_memory", "memory_status"}
-READS |= {"search", "fetch"}
+READS |= {"search", "fetch", "memory_view_abilities"}
 WRITES = {"store_memory", "delete_memories", "forget_all_memories"}
 EVERY = READS | WRITES | {"consolidate_memories", "commit_reflections", "reflect_memories"}
 RESOURCES = {"memory://vault/stats", "memory://vault/recent"}
+RESOURCES |= {"ui://memoryrouter/search.html", "ui://memoryrouter/memory.html"}
 
 
 def error_code(result: CallToolResult) -> str:

@@ -14,6 +14,7 @@ from tests.support.mcp import McpServer, Mode, ok
 pytestmark = pytest.mark.anyio
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 EXPECTED_TOOLS = {
+    "memory_view_abilities",  # for the views alone (visibility: app)
     "search_memories",
     "date_search_memories",
     "inspect_memory",
@@ -39,7 +40,7 @@ def everything(result: CallToolResult) -> str:
     return json.dumps(result.model_dump(mode="json", by_alias=True))
 
 
-async def test_the_catalog_lists_twelve_tools_with_schemas_and_annotations(
+async def test_the_catalog_lists_thirteen_tools_with_schemas_and_annotations(
     mcp_server: McpServer, mode: Mode
 ) -> None:
     async with mcp_server.client(mode=mode) as client:
@@ -266,7 +267,12 @@ async def test_resources_list_and_read(mcp_server: McpServer, mode: Mode) -> Non
     async with mcp_server.client(mode=mode) as client:
         ok(await client.call_tool("store_memory", {"content": "resource check"}))
         uris = {str(r.uri) for r in (await client.list_resources()).resources}
-        assert uris == {"memory://vault/stats", "memory://vault/recent"}
+        assert uris == {
+            "memory://vault/stats",
+            "memory://vault/recent",
+            "ui://memoryrouter/search.html",  # the views (tests/mcp/test_views.py)
+            "ui://memoryrouter/memory.html",
+        }
         stats = await client.read_resource("memory://vault/stats")
         assert json.loads(stats.contents[0].text)["total_memories"] == 1  # type: ignore[union-attr]
         recent = await client.read_resource("memory://vault/recent")

@@ -20,6 +20,7 @@ from mcp_memoryrouter.mcp_server.budget import (
 )
 from mcp_memoryrouter.mcp_server.catalog import READ_ONLY, ToolSpec
 from mcp_memoryrouter.mcp_server.errors import backend_errors
+from mcp_memoryrouter.mcp_server.views import MEMORY_VIEW
 
 SHARES = 4  # a source's text keeps at most a quarter of the budget
 
@@ -141,5 +142,6 @@ TOOLS = (
         "sources_deleted of sources_total says how much of its support was deleted (orphaned: "
         "all of it). Chain calls to drill from an insight down to the exact words.",
         READ_ONLY,
+        view=MEMORY_VIEW,
     ),
 )

@@ -15,6 +15,7 @@ from mcp_memoryrouter.mcp_server.budget import ResultBudget, largest_fit, shaped
 from mcp_memoryrouter.mcp_server.catalog import READ_ONLY, ToolSpec
 from mcp_memoryrouter.mcp_server.copy import FITTED, TIER_GUIDE
 from mcp_memoryrouter.mcp_server.errors import backend_errors
+from mcp_memoryrouter.mcp_server.views import SEARCH_VIEW
 
 EPOCH = "1970-01-01"
 
@@ -216,6 +217,7 @@ TOOLS = (
         "decided or did before. Results carry tier, date or covers, importance. "
         "from_date/to_date (ISO) restrict it to a period." + FITTED + TIER_GUIDE,
         READ_ONLY,
+        view=SEARCH_VIEW,
     ),
     ToolSpec(
         date_search_memories,
@@ -227,6 +229,7 @@ TOOLS = (
         "from_date = returned.to (oldest_first). tiers and importance as in "
         "search_memories." + FITTED,
         READ_ONLY,
+        view=SEARCH_VIEW,
     ),
     ToolSpec(
         memory_status,

@@ -1,0 +1,102 @@
+"""The views (MCP Apps, ext-apps specification 2026-01-26) as a host finds them: the tools
+name their ``ui://`` resource in ``_meta.ui.resourceUri``, the resource is the page with the
+app MIME and a CSP naming no origin, the tool only the page calls is hidden from the model,
+and the tools' text stays what a host without views shows. Through the SDK's client over a
+real server on loopback."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from mcp.types import TextResourceContents
+
+from mcp_memoryrouter.auth.scopes import load_policy
+from tests.support.mcp import McpServer, ok, text_of
+
+pytestmark = pytest.mark.anyio
+
+APP_MIME = "text/html;profile=mcp-app"
+VIEWS = {
+    "search_memories": "ui://memoryrouter/search.html",
+    "date_search_memories": "ui://memoryrouter/search.html",
+    "inspect_memory": "ui://memoryrouter/memory.html",
+}
+
+
+async def listed_tools(server: McpServer, key: str | None = None) -> dict[str, dict[str, Any]]:
+    async with server.client(key) as client:
+        found = await client.list_tools()
+    dumped = found.model_dump(mode="json", by_alias=True, exclude_none=True)["tools"]
+    return {t["name"]: t for t in dumped}
+
+
+async def test_the_search_and_inspect_tools_name_their_view(embedded: McpServer) -> None:
+    tools = await listed_tools(embedded)
+    ui = {n: t["_meta"].get("ui", {}) for n, t in tools.items()}
+    named = {n: u["resourceUri"] for n, u in ui.items() if "resourceUri" in u}
+    # no other tool draws a view, and none is hidden but the page's helper
+    assert named == VIEWS
+    hidden = {n for n, t in tools.items() if t["_meta"].get("ui", {}).get("visibility")}
+    assert hidden == {"memory_view_abilities"}
+
+
+async def test_the_page_helper_is_for_the_app_alone_and_in_scopes_yaml(
+    embedded: McpServer,
+) -> None:
+    tools = await listed_tools(embedded)
+    helper = tools["memory_view_abilities"]
+    assert helper["_meta"]["ui"]["visibility"] == ["app"]
+    assert helper["annotations"]["readOnlyHint"] is True
+    assert load_policy().for_tool("memory_view_abilities") == "memories:read"
+
+
+@pytest.mark.parametrize("uri", sorted(set(VIEWS.values())))
+async def test_a_view_reads_as_one_self_contained_page_with_its_csp(
+    embedded: McpServer, uri: str
+) -> None:
+    async with embedded.client() as client:
+        listed = {str(r.uri): r for r in (await client.list_resources()).resources}
+        read = await client.read_resource(uri)
+    assert listed[uri].mime_type == APP_MIME
+    [content] = read.contents
+    assert isinstance(content, TextResourceContents)
+    assert content.mime_type == APP_MIME
+    meta = content.meta or {}
+    # the CSP names no origin at all: the page loads nothing and connects nowhere
+    assert meta["ui"]["csp"] == {"connectDomains": [], "resourceDomains": [], "frameDomains": []}
+    html = content.text
+    assert html.startswith("<!doctype html>")
+    assert 'data-view="' + uri.rsplit("/", 1)[1].removesuffix(".html") + '"' in html
+    # nothing from elsewhere: no src or href attribute, no URL to load, no stylesheet import
+    assert not re.search(r"\b(src|href)\s*=", html)
+    assert not re.search(r"https?://|@import|url\(", html)
+    assert "ui/initialize" in html
+
+
+async def test_a_read_only_key_reads_the_views_and_is_offered_no_forget(
+    embedded: McpServer,
+) -> None:
+    reader = embedded.new_key(read_only=True)
+    async with embedded.client(reader) as client:
+        read = await client.read_resource("ui://memoryrouter/memory.html")
+        offered = ok(await client.call_tool("memory_view_abilities", {}))
+    assert read.contents
+    assert offered == {"forget": False, "consolidate": False}
+    async with embedded.client() as client:
+        assert ok(await client.call_tool("memory_view_abilities", {})) == {
+            "forget": True,
+            "consolidate": True,
+        }
+
+
+async def test_the_text_a_host_without_views_shows_is_the_whole_answer(
+    embedded: McpServer,
+) -> None:
+    async with embedded.client() as client:
+        await client.call_tool("store_memory", {"content": "The user keeps bees on the roof."})
+        found = await client.call_tool("search_memories", {"query": "bees"})
+    assert json.loads(text_of(found)) == ok(found)
+    assert "bees" in text_of(found)
