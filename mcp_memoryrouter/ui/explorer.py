@@ -476,7 +476,12 @@ class Explorer:
         reflector = stats.server_reflector
         runs_a_model = reflector is not None and reflector.configured and reflector.enabled
         action = PREFIX + "/consolidate" if runs_a_model else None
-        offer = ConsolidateNow(api_url=_api_url(request), action=action)
+        offer = ConsolidateNow(
+            api_url=_api_url(request),
+            action=action,
+            failed=None if reflector is None else reflector.last_error,
+            next_run=None if reflector is None else reflector.next_run_after,
+        )
         return html(
             render_overview.overview(
                 stats, timeline, viewer_of(session), notice=notice, offer=offer

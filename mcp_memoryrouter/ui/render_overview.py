@@ -96,6 +96,7 @@ def consolidate_now(offer: ConsolidateNow, viewer: Viewer) -> str:
         return (
             f"{head}<p>This server's model writes the reflections: up to three batches of "
             "what waits, below the threshold too, while you wait.</p>"
+            f"{reflector_failure(offer)}"
             f'<form method="post" action="{esc(offer.action)}">{csrf_field(viewer)}'
             '<button type="submit">Consolidate now</button></form></div>'
         )
@@ -111,6 +112,21 @@ def consolidate_now(offer: ConsolidateNow, viewer: Viewer) -> str:
         "<code>--model-url URL --model NAME</code> calls an OpenAI-compatible endpoint "
         "instead, with its key in <code>MEMORYROUTER_MODEL_KEY</code> "
         "(docs/consolidation.md).</p></div>"
+    )
+
+
+def reflector_failure(offer: ConsolidateNow) -> str:
+    """Why the server's last run for this vault failed: nothing of it was committed."""
+    if offer.failed is None:
+        return ""
+    after = (
+        f" The next write after {esc(day(offer.next_run))} (UTC) tries again."
+        if offer.next_run
+        else ""
+    )
+    return (
+        f'<p class="note" id="reflector-failed">Its last run failed, and committed nothing: '
+        f"{esc(offer.failed)}.{after}</p>"
     )
 
 

@@ -80,6 +80,10 @@ class ConsolidateNow:
 
     api_url: str | None = None
     action: str | None = None
+    # the server's reflector's last failure for this vault, and when a write may start the
+    # next run (docs/reflector.md), shown beside the button
+    failed: str | None = None
+    next_run: str | None = None
 
 
 @dataclass(frozen=True)

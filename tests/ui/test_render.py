@@ -7,7 +7,7 @@ import pytest
 
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.edge.requests import host_allowed
-from mcp_memoryrouter.ui import render, render_memory, views
+from mcp_memoryrouter.ui import render, render_memory, render_overview, views
 
 VIEWER = render.Viewer("vr_x", read_only=False, csrf="t")
 
@@ -199,3 +199,20 @@ def test_the_sources_summary_counts_what_is_left_and_what_is_listed(
         {"memory_id": "r", "tier": 2, "content": "c", "date": "d", "sources": sources, **fields}
     )
     assert views.sources_summary(found, paged=paged) == said
+
+
+def test_the_button_says_why_the_servers_last_run_failed_and_when_it_tries_again() -> None:
+    offer = views.ConsolidateNow(
+        action="/ui/consolidate",
+        failed="ProviderFailure: the model provider answered HTTP <500>",
+        next_run="2026-03-01T10:15:00.000Z",
+    )
+    shown = render_overview.consolidate_now(offer, VIEWER)
+    assert (
+        "committed nothing: ProviderFailure: the model provider answered HTTP &lt;500&gt;." in shown
+    )
+    assert "The next write after 2026-03-01 10:15 (UTC) tries again." in shown
+    assert "<button" in shown
+    assert 'id="reflector-failed"' not in render_overview.consolidate_now(
+        views.ConsolidateNow(action="/ui/consolidate"), VIEWER
+    )
