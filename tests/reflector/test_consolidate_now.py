@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from mcp_memoryrouter.commands import main
 from tests.reflector.provider import Provider
 from tests.reflector.served import Reflecting, reflecting, settings
+from tests.support import free_port
 
 
 def consolidate(served: Reflecting, *args: str) -> tuple[int, str]:
@@ -116,3 +117,14 @@ def test_a_failing_provider_is_a_502_and_commits_nothing(
         assert served.reflections() == 0
         state = served.reflector()
         assert state["last_outcome"] == "batch_failed" and "HTTP 429" in state["last_error"]
+
+
+def test_a_provider_nobody_answers_at_is_a_502_naming_it(tmp_path: Path) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    with reflecting(settings(tmp_path, closed), Provider()) as served:
+        served.ingest(10)
+        failed = served.post("/v1/memory/consolidate/run", {})
+        assert failed.status_code == 502
+        assert f"cannot reach the model provider at {closed}" in failed.json()["error"]["message"]
+        assert served.reflections() == 0
+        assert served.reflector()["failures"] == 1
