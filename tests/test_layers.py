@@ -221,12 +221,24 @@ def layer_of(name: str) -> str:
     return best
 
 
-def imported(module: Module) -> Iterator[tuple[str, int]]:
+@functools.cache
+def nodes(module: Module) -> tuple[ast.AST, ...]:
+    """Every node of ``module``'s tree, walked once (every check, on every planted case, reads
+    every module; walking the trees again each time was most of this file's time)."""
+    return tuple(ast.walk(module.tree))
+
+
+@functools.cache
+def imported(module: Module) -> tuple[tuple[str, int], ...]:
     """(absolute dotted name, line) of everything ``module`` imports; a dynamic import of a
     name that is not a literal yields ``"<dynamic>"``."""
+    return tuple(_imported(module))
+
+
+def _imported(module: Module) -> Iterator[tuple[str, int]]:
     here = module.name.split(".") if module.name else []
     package = here if module.is_package else here[:-1]
-    for node in ast.walk(module.tree):
+    for node in nodes(module):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, node.lineno
@@ -299,7 +311,7 @@ def environment_violations(found: list[Module]) -> list[str]:
     for module in found:
         if any(within(module.name, root) for root in ENVIRONMENT_READERS):
             continue
-        for node in ast.walk(module.tree):
+        for node in nodes(module):
             reads = (
                 (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"))
                 or (
@@ -325,7 +337,7 @@ def purity_violations(found: list[Module]) -> list[str]:
         for name, line in imported(module):
             if any(within(name, library) for library in IO_LIBRARIES):
                 problems.append(f"{module.name}:{line} imports {name}")
-        for node in ast.walk(module.tree):
+        for node in nodes(module):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -358,7 +370,7 @@ def database_violations(found: list[Module]) -> list[str]:
             driver = any(within(name, library) for library in DRIVERS)
             if driver and (not may_import or name.rsplit(".", 1)[-1] in OPENERS):
                 problems.append(f"{module.name}:{line} imports {name}")
-        for node in ast.walk(module.tree):
+        for node in nodes(module):
             if isinstance(node, ast.Call) and _opens(node.func):
                 problems.append(f"{module.name}:{node.lineno} opens a database connection")
     return problems
@@ -369,7 +381,7 @@ def header_violations(found: list[Module]) -> list[str]:
         f"{module.name}:{node.lineno} sets {node.value!r}"
         for module in found
         if module.name != HEADERS_MODULE
-        for node in ast.walk(module.tree)
+        for node in nodes(module)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, (str, bytes))
         and _text(node.value).lower() in SECURITY_HEADERS
@@ -382,7 +394,7 @@ def edge_violations(found: list[Module]) -> list[str]:
         for owner, (attributes, literals) in EDGE_RULES.items():
             if module.name == owner:
                 continue
-            for node in ast.walk(module.tree):
+            for node in nodes(module):
                 if isinstance(node, ast.Attribute) and node.attr in attributes:
                     problems.append(f"{module.name}:{node.lineno} reads .{node.attr} ({owner})")
                 elif isinstance(node, ast.Constant) and node.value in literals:
@@ -399,7 +411,7 @@ def scope_violations(found: list[Module]) -> list[str]:
         f"{module.name}:{node.lineno} names {node.value!r}"
         for module in found
         if module.name != POLICY_LOADER
-        for node in ast.walk(module.tree)
+        for node in nodes(module)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and SCOPE_LITERAL.search(node.value)
