@@ -8,8 +8,9 @@ defined under ``tests/``, followed through their globals) are read for the names
   ``stdio``, Node, Caddy, the model program);
 - ``postgres``: the PostgreSQL server (the ``postgres_databases`` fixture, or the
   ``postgresql`` leg of ``store_backend``);
-- ``slow``: any of the two first, a generated-input run (hypothesis, schemathesis) or the real
-  embedding model.
+- ``slow``: any of the two first, a generated-input run (hypothesis, schemathesis), the real
+  embedding model, or a module in ``MEASURED`` (slow by its measured time, for the reason
+  given there).
 
 The fast subset is ``-m "not slow and not postgres"`` (README, "Tests"). The markers are
 registered in pyproject.toml.
@@ -27,6 +28,14 @@ import pytest
 _BROWSER = {"sync_playwright", "async_playwright"}
 _PROCESS = {"subprocess", "StdioServerParameters", "open_process", "create_subprocess_exec"}
 _MODEL = {"LocalMiniLM"}
+# Modules slow by what they measure, not by what they use: the module, and why (with the
+# time it took with two processes on the two-core development machine)
+MEASURED = {
+    "tests/mcp/test_result_budget.py": (
+        "every tool result within the budget over 5,000 long memories, filled over HTTP,"
+        " and a server built for each budget: 30 s"
+    ),
+}
 
 
 def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
@@ -105,7 +114,8 @@ def derive(item: pytest.Item) -> set[str]:
         getattr(value, "__name__", "") == "schemathesis"
         for value in vars(getattr(item, "module", None) or types).values()
     )
-    if marks & {"browser", "subprocess"} or generated or names & _MODEL:
+    measured = item.nodeid.split("::")[0] in MEASURED
+    if marks & {"browser", "subprocess"} or generated or names & _MODEL or measured:
         marks.add("slow")
     return marks
 
