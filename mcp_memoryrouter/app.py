@@ -45,6 +45,8 @@ from mcp_memoryrouter.auth.server.embedded import (
 from mcp_memoryrouter.auth.signin import Identity, OidcProvider
 from mcp_memoryrouter.auth.state import State
 from mcp_memoryrouter.auth.state import request_state_key as sealed_state_key
+from mcp_memoryrouter.auth.state.database import AUTH_MIGRATIONS, Database, PostgresPool
+from mcp_memoryrouter.auth.state.store import AUTH_DB_FILE
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.config import OidcProviderSettings, Settings
 from mcp_memoryrouter.edge.addresses import LOOPBACK_HOSTS, is_loopback
@@ -61,7 +63,8 @@ from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
 from mcp_memoryrouter.reflector.provider import Provider, ProviderModel, key_from_file
 from mcp_memoryrouter.reflector.runs import ServerReflector, Timing
 from mcp_memoryrouter.ui.explorer import Explorer
-from mcp_memoryrouter.ui.sessions import UiSessions
+from mcp_memoryrouter.ui.sessions import MIGRATIONS as UI_MIGRATIONS
+from mcp_memoryrouter.ui.sessions import UI_DB_FILE, UiSessions
 from mcp_memoryrouter.vault.app import (
     build_service,
     create_vault_app,
@@ -577,6 +580,32 @@ def create_stdio_server(settings: Settings) -> tuple[MCPServer, VaultClient]:
     budget = ResultBudget(settings.mcp_result_tokens)
     binder = Binder(client, load_policy(), budget, settings.key)
     return build_server(binder, request_state_key(settings)), client
+
+
+def migrate_state(settings: Settings) -> dict[str, int]:
+    """The authorization server's and the explorer's tables brought up to date where they
+    live, and the version each is at: in the shared database on PostgreSQL; on SQLite in
+    their files in the data directory, those that exist (a server makes each the first time
+    it needs it, migrated)."""
+    parts = {"oauth": (AUTH_MIGRATIONS, AUTH_DB_FILE), "ui": (UI_MIGRATIONS, UI_DB_FILE)}
+    versions: dict[str, int] = {}
+    url = settings.database_url if settings.on_postgres else None
+    pool = PostgresPool(url, pool_max=1) if url else None
+    try:
+        for name, (migrations, file) in parts.items():
+            path = Path(settings.data_dir) / file
+            if pool is None and not path.exists():
+                continue
+            database = pool.database(migrations) if pool else Database.sqlite(path, migrations)
+            try:
+                versions[name] = database.schema_version(migrations)
+            finally:
+                if pool is None:
+                    database.close()
+    finally:
+        if pool is not None:
+            pool.close()
+    return versions
 
 
 def request_state_key(settings: Settings) -> bytes:

@@ -62,7 +62,8 @@ def main() -> None:
 @main.command("migrate")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def migrate(as_json: bool) -> None:
-    """Create or upgrade the schema of the configured store, then exit.
+    """Create or upgrade the schema of the configured store, and the authorization
+    server's and the explorer's tables, then exit.
 
     The store is MEMORYROUTER_DATABASE_URL (postgresql://... or sqlite:///...) or the SQLite
     vault in MEMORYROUTER_DATA_DIR. Safe to run any number of times, also while servers run:

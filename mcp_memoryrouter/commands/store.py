@@ -128,12 +128,21 @@ def revoke_key(key_id: str) -> None:
         )
 
 
+STATE_NAMES = {"oauth": "authorization server", "ui": "explorer"}
+
+
 def migrate(as_json: bool) -> None:
+    from mcp_memoryrouter.app import migrate_state  # the state's parts, as the server has them
+
+    settings = Settings()
     try:
-        kind, version = migrate_store(Settings())
+        kind, version = migrate_store(settings)
+        state = migrate_state(settings)
     except (StoreUnavailable, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps({"store": kind, "schema_version": version}))
-    else:
-        click.echo(f"{kind} schema at version {version}")
+        click.echo(json.dumps({"store": kind, "schema_version": version, "state": state}))
+        return
+    click.echo(f"{kind} schema at version {version}")
+    for name, at in state.items():
+        click.echo(f"{STATE_NAMES[name]} tables at version {at}")

@@ -3,6 +3,7 @@ share one database without colliding, and the two vector paths."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -268,6 +269,8 @@ def test_the_migrate_command_is_idempotent_on_both_stores(
         again = runner.invoke(main, ["migrate", "--json"])
         assert first.exit_code == again.exit_code == 0, first.output
         assert first.output == again.output
+        state = json.loads(first.output)["state"]  # the authorization server's and explorer's
+        assert state == ({"oauth": 1, "ui": 1} if database_url == url else {})
     monkeypatch.setenv("MEMORYROUTER_DATABASE_URL", pg.with_database(url, "no_such_database"))
     assert runner.invoke(main, ["migrate"]).exit_code == 1
 

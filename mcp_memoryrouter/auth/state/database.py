@@ -101,6 +101,16 @@ class Database:
         with self._database.transaction() as tx:
             yield Database(self._database, tx)
 
+    def schema_version(self, migrations: Migrations) -> int:
+        """The last of ``migrations`` applied here (the file's ``user_version`` on SQLite,
+        the component's record table on PostgreSQL)."""
+        if self.remote:
+            sql = f"SELECT coalesce(max(version), 0) AS version FROM {migrations.record}"
+            row = self.one(sql)
+            return int(row["version"]) if row else 0
+        row = self.one("PRAGMA user_version")
+        return int(row["user_version"]) if row else 0
+
 
 class PostgresPool:
     """The state's connections to the shared database: a small pool of its own, built by the
