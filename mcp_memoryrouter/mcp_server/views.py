@@ -106,8 +106,7 @@ TOOLS = (
     ToolSpec(
         memory_view_abilities,
         "What the memory view may offer",
-        "For the memory views only: whether this connection may forget memories and "
-        "consolidate them.",
+        "For the memory views: may this connection forget, and consolidate.",
         READ_ONLY,
         visibility=("app",),
     ),

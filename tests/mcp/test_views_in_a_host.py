@@ -138,6 +138,7 @@ def test_search_opens_a_reflection_walks_to_its_moments_and_asks_to_consolidate(
         expect(view.locator("h2").first).to_have_text("Sources (2)")
         assert axe_in_view(host) == []
         fits(host)
+        shot(host, "mcp-app-memory-desktop")
         calls = [c["name"] for c in host.state()["calls"]]
         assert calls.count("inspect_memory") == 3 and "memory_view_abilities" in calls
 
