@@ -92,11 +92,17 @@ async def test_a_read_only_key_reads_the_views_and_is_offered_no_forget(
         }
 
 
-async def test_the_text_a_host_without_views_shows_is_the_whole_answer(
+async def test_a_tool_that_draws_a_view_still_answers_in_full_in_its_text(
     embedded: McpServer,
 ) -> None:
+    """A host that renders no view shows the text: it holds the whole answer."""
+    tools = await listed_tools(embedded)
     async with embedded.client() as client:
         await client.call_tool("store_memory", {"content": "The user keeps bees on the roof."})
         found = await client.call_tool("search_memories", {"query": "bees"})
-    assert json.loads(text_of(found)) == ok(found)
-    assert "bees" in text_of(found)
+        memory_id = ok(found)["memories"][0]["id"]
+        inspected = await client.call_tool("inspect_memory", {"memory_id": memory_id})
+    for name, result in (("search_memories", found), ("inspect_memory", inspected)):
+        assert tools[name]["_meta"]["ui"]["resourceUri"] == VIEWS[name]
+        assert json.loads(text_of(result)) == ok(result)
+        assert "bees" in text_of(result)
