@@ -45,7 +45,7 @@ def test_a_read_only_key_is_refused_before_dispatch_with_a_tool_error(
     embedded_key = embedded.new_key(read_only=True)
     listed = post(embedded, rpc("tools/list"), key=embedded_key)
     assert listed.status_code == 200
-    assert len(listed.json()["result"]["tools"]) == 6  # the read tools, all it may call
+    assert len(listed.json()["result"]["tools"]) == 7  # the read tools, all it may call
     for tool in ["delete_memories", "store_memory", "consolidate_memories"]:
         response = post(embedded, call(tool, {"ids": ["x"], "content": "x"}), key=embedded_key)
         assert refused_as_a_tool_error(response), response.text
