@@ -48,8 +48,10 @@ class Carrier(Protocol):
         body: BaseModel | None,
         model: type[M],
         admitted: object = None,
+        origin: tuple[str | None, str | None] = (None, None),
     ) -> M:
-        """``admitted``: what :meth:`admit` answered for this key earlier in the request."""
+        """``admitted``: what :meth:`admit` answered for this key earlier in the request;
+        ``origin``: the surface and client the caller names (the headers over HTTP)."""
         ...
 
     async def admit(self, key: str) -> tuple[schemas.KeyInfo, object]:
@@ -71,10 +73,16 @@ class VaultClient:
         sleep: Sleep = anyio.sleep,
         longest_wait: float = MAX_RETRY_AFTER,
         carrier: Carrier | None = None,
+        surface: schemas.Surface | None = None,
+        client_name: str | None = None,
     ) -> None:
+        """``surface``, ``client_name``: what this client tells the vault stored what it
+        writes (``stored_by``; sent as :data:`schemas.SURFACE_HEADER` and
+        :data:`schemas.CLIENT_HEADER`; None: the vault's default, ``rest``)."""
         self.base_url = base_url.rstrip("/")
         self._key = key
         self._carrier = carrier
+        self._origin: tuple[str | None, str | None] = (surface, client_name)
         self._admitted: object = None  # the carrier's admission of this key (admitted())
         self._sleep = sleep
         self._longest_wait = longest_wait
@@ -83,7 +91,17 @@ class VaultClient:
         )
 
     def with_key(self, key: str) -> VaultClient:
-        return VaultClient(
+        return self._copy(key, *self._origin)
+
+    def as_surface(self, surface: schemas.Surface, client_name: str | None = None) -> VaultClient:
+        """This client (its key, its pool, an admission it holds) telling the vault that
+        ``surface`` and ``client_name`` store what it writes."""
+        copy = self._copy(self._key, surface, client_name)
+        copy._admitted = self._admitted
+        return copy
+
+    def _copy(self, key: str | None, surface: str | None, client_name: str | None) -> VaultClient:
+        copy = VaultClient(
             self.base_url,
             key,
             http=self._http,
@@ -91,6 +109,8 @@ class VaultClient:
             longest_wait=self._longest_wait,
             carrier=self._carrier,
         )
+        copy._origin = (surface, client_name)
+        return copy
 
     async def admitted(self) -> tuple[schemas.KeyInfo, VaultClient]:
         """What the vault says of this client's key now (:meth:`key_info`), and a client
@@ -245,7 +265,9 @@ class VaultClient:
                 return model.model_validate(response.json())
         for attempt in range(MAX_RETRIES + 1):
             try:
-                return await carrier.call(method, path, self._key, body, model, self._admitted)
+                return await carrier.call(
+                    method, path, self._key, body, model, self._admitted, self._origin
+                )
             except RateLimited as limited:
                 wait = _capped(limited.details.get("retry_after"))
                 if not self._retries(attempt, wait):
@@ -264,6 +286,11 @@ class VaultClient:
     ) -> AsyncIterator[httpx2.Response]:
         """The 2xx response, after retrying 429s; any other error status raises."""
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        surface, client_name = self._origin
+        if surface is not None:
+            headers[schemas.SURFACE_HEADER] = surface
+        if client_name is not None:  # percent-encoded UTF-8: a header value is ASCII
+            headers[schemas.CLIENT_HEADER] = quote(client_name, safe=" !#$&'()*+,/:;=?@[]~")
         payload: Any = None
         if body is not None:
             payload = schemas.wire(body)

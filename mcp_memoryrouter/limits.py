@@ -100,6 +100,12 @@ def holds_an_id(text: str) -> bool:
 # --- lineage and deletion ---------------------------------------------------------------
 INSPECT_PAGE = 500  # sources per inspect call
 MAX_DELETE_IDS = 500  # ids per delete-ids request
+# A memory already in the vault whose embedding's cosine to a new text is at least this is a
+# near-duplicate of it (docs/benchmarks.md, "Near-duplicates on write": the paraphrases of
+# one fact against different facts of the same kind, python bench/near_duplicates.py)
+NEAR_DUPLICATE_COSINE = 0.90
+NEAR_DUPLICATES_LISTED = 5  # near-duplicates a store answer lists per message, best first
+MAX_CLIENT_NAME_CHARS = 100  # the client name a surface reports (X-MemoryRouter-Client)
 MAX_SOURCE_IDS = 10_000  # sources an imported reflection links to
 
 # --- the MCP tools ----------------------------------------------------------------------

@@ -26,6 +26,18 @@ from mcp_memoryrouter import limits
 
 Role = Literal["user", "assistant", "system", "observation"]
 TierNumber = Literal[1, 2, 3]
+# What stored a memory (``stored_by.surface``): the REST API, an MCP tool, the chat proxy, the
+# explorer, an import, a consolidation loop (the CLI's, a connector's) and the server's own
+# reflector. A caller names its surface in SURFACE_HEADER (default ``rest``) and its client
+# in CLIENT_HEADER: labels it claims, checked against this list; the key id is what the vault
+# vouches for (docs/api.md, "Where each memory came from").
+Surface = Literal["rest", "mcp", "proxy", "explorer", "import", "consolidator", "reflector"]
+SURFACES: tuple[Surface, ...] = (
+    "rest", "mcp", "proxy", "explorer", "import", "consolidator", "reflector",
+)  # fmt: skip
+SURFACE_HEADER = "X-MemoryRouter-Surface"
+CLIENT_HEADER = "X-MemoryRouter-Client"
+Dedupe = Literal["exact", "near"]
 
 
 def _omit_none(value: object) -> bool:
@@ -160,6 +172,10 @@ class IngestRequest(_Request):
     session_id: SessionId | None = None
     model: Text | None = None
     embeddings: Text | None = None
+    # "exact" (the default): a message repeated with its date, role and session is stored
+    # once; "near": a message whose text is a near-duplicate of a memory already in the
+    # vault is not stored either (the answer's ``skipped`` names what it matched)
+    dedupe: Dedupe = "exact"
 
 
 class SearchRequest(_Request):
@@ -338,11 +354,43 @@ class Covers(BaseModel):
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
 
+class Similar(BaseModel):
+    """A memory already in the vault that a stored text nearly repeats: its id and the
+    cosine of the two (1.0 for the same text where the vault has no embeddings)."""
+
+    id: str
+    score: float
+
+
+class Skipped(BaseModel):
+    """A message ``dedupe: near`` did not store (its index in the request), and the memory
+    it nearly repeats."""
+
+    index: int
+    id: str
+    score: float
+
+
 class IngestResponse(BaseModel):
     stored: int
     duplicates: int
     ids: list[str]
     reflection: Reflection
+    # near-duplicates of the stored texts among the memories already in the vault (each
+    # once, best first); with dedupe "near", the messages not stored for one
+    similar: list[Similar] | None = Field(default=None, exclude_if=_omit_none)
+    skipped: list[Skipped] | None = Field(default=None, exclude_if=_omit_none)
+
+
+class StoredBy(BaseModel):
+    """What stored a memory: the key (its public id, and its name when it was stored), the
+    surface it came through and, for MCP and OAuth, the client's name. Absent on memories
+    stored before it was kept."""
+
+    surface: Surface
+    key_id: str
+    key_name: str | None = Field(default=None, exclude_if=_omit_none)
+    client: str | None = Field(default=None, exclude_if=_omit_none)
 
 
 class MemoryRow(BaseModel):
@@ -361,6 +409,7 @@ class MemoryRow(BaseModel):
     sources_total: int | None = Field(default=None, exclude_if=_omit_none)
     sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
     orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
+    stored_by: StoredBy | None = Field(default=None, exclude_if=_omit_none)
 
 
 class PrepareResponse(BaseModel):
@@ -501,6 +550,7 @@ class LineageRow(BaseModel):
     sources_total: int | None = Field(default=None, exclude_if=_omit_none)
     sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
     orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
+    stored_by: StoredBy | None = Field(default=None, exclude_if=_omit_none)
 
 
 class InspectResponse(BaseModel):
@@ -520,6 +570,7 @@ class InspectResponse(BaseModel):
     offset: int | None = Field(default=None, exclude_if=_omit_none)
     next_offset: int | None = Field(default=None, exclude_if=_omit_none)
     consolidated_into: list[LineageRow] | None = Field(default=None, exclude_if=_omit_none)
+    stored_by: StoredBy | None = Field(default=None, exclude_if=_omit_none)
 
 
 class DeleteIdsResponse(BaseModel):

@@ -17,7 +17,7 @@ Tools receive their binding by injection (the SDK's ``Resolve``): a parameter ty
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -25,6 +25,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.auth.claims import (
     KEY_INFO_CLAIM,
     VAULT_CLIENT_CLAIM,
@@ -168,7 +169,22 @@ async def bind_call(ctx: Context[Any, Any]) -> VaultBinding:
     needed = binder.policy.for_tool(name)
     if needed is None:  # the catalog checks scopes.yaml covers every tool at start-up
         raise ToolError(f"tool {name!r} has no scope in scopes.yaml")
-    return await binder.bind(needed)
+    binding = await binder.bind(needed)
+    # what a tool stores is the MCP surface's, of the client that called it (stored_by)
+    return replace(binding, client=binding.client.as_surface("mcp", client_name(ctx)))
+
+
+def client_name(ctx: Context[Any, Any]) -> str | None:
+    """The calling client's name: the one it gave the MCP handshake (``clientInfo``), else
+    its OAuth client id; cut to what the vault keeps (printable, ``MAX_CLIENT_NAME_CHARS``)."""
+    params = ctx.request_context.session.client_params
+    info = None if params is None else params.client_info
+    name = None if info is None else info.name
+    if not name:
+        token = get_access_token()
+        name = None if token is None else token.client_id
+    shown = "".join(c for c in name or "" if c.isprintable()).strip()
+    return shown[: limits.MAX_CLIENT_NAME_CHARS] or None
 
 
 Vault = Annotated[VaultBinding, Resolve(bind_call)]

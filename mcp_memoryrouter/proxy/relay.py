@@ -287,7 +287,7 @@ class ChatProxy:
             self._admission.check(request.headers)
             key = self._key_of(request)
             chosen = options(request.headers)
-            vault = self._vault.with_key(key)
+            vault = self._vault.with_key(key).as_surface("proxy")  # stored_by: the proxy's
             info = await _checked(vault)  # before a byte of the body is read
             body = await self._body(request)
             call, forwarded = await self._before(fmt, body, vault, info, chosen, asked_at)

@@ -69,6 +69,7 @@ class Vault(Protocol):
         body: BaseModel | None,
         model: type[M],
         admitted: object = None,
+        origin: tuple[str | None, str | None] = (None, None),
     ) -> M: ...
 
     async def admit(self, key: str) -> tuple[schemas.KeyInfo, object]: ...
@@ -242,7 +243,7 @@ class ServerReflector(Generic[A]):
     async def _consolidate(
         self, vault: Vault, model: Metered, triggered: bool, max_tokens: int | None
     ) -> Ran:
-        client = VaultClient(INTERNAL_URL, carrier=vault)
+        client = VaultClient(INTERNAL_URL, carrier=vault, surface="reflector")  # stored_by
         try:
             debt = (await client.stats()).reflection
             if debt.suggestion is not None:

@@ -82,6 +82,10 @@ class ArchiveLine(BaseModel):
     sources: list[StrictStr] | None = None
     sources_deleted: Annotated[StrictInt, Field(ge=0, le=limits.MAX_SOURCE_IDS)] | None = None
     consolidated: StrictBool | None = None
+    # what stored it in the vault it was exported from: carried for the record; the import
+    # stores it as its own (surface "import", the importing key), since another vault's key
+    # ids mean nothing here (docs/backup.md)
+    stored_by: schemas.StoredBy | None = None
 
     @field_validator("content")
     @classmethod

@@ -52,6 +52,7 @@ async def import_archive(
                 f"line {item.number}: the message is too large to send in one request",
                 {"line": item.number},
             )
+    client = client.as_surface("import")  # what it stores is the import's (stored_by)
     if archive.groups or archive.to_mark:
         await _require_empty(client)
     report = ImportReport()
@@ -291,6 +292,7 @@ async def import_history(
         attachments=history.skipped.attachments,
         system=history.skipped.system,
     )
+    client = client.as_surface("import")  # what it stores is the import's (stored_by)
     for request in plan.requests:
         done = await client.ingest(request)
         report.stored += done.stored

@@ -48,7 +48,8 @@ def memory_page(
     body = (
         f'<article class="memory-page t{found.tier}"><p class="meta">{facts(found)}</p>'
         f'<blockquote class="content">{esc(found.content)}</blockquote>'
-        f'<p class="note">id <code>{esc(found.memory_id)}</code></p></article>'
+        f'<p class="note">id <code>{esc(found.memory_id)}</code></p>'
+        f"{stored_by_note(found.stored_by)}</article>"
         f"{corrections}{up_section(found, viewer)}"
     )
     if found.tier > 1:
@@ -69,6 +70,32 @@ def facts(found: schemas.InspectResponse) -> str:
     if found.role is not None:
         parts.append(f'<span class="role">{esc(found.role)}</span>')
     return " ".join(parts)
+
+
+# How the page names each surface a memory came through (schemas.SURFACES).
+SURFACE_NAMES: dict[schemas.Surface, str] = {
+    "rest": "the REST API",
+    "mcp": "an MCP tool",
+    "proxy": "the chat proxy",
+    "explorer": "this explorer",
+    "import": "an import",
+    "consolidator": "a consolidation loop",
+    "reflector": "the server's reflector",
+}
+
+
+def stored_by_note(stored_by: schemas.StoredBy | None) -> str:
+    """Where the memory came from: the surface, the client it named, the key."""
+    if stored_by is None:
+        return (
+            '<p class="note stored-by">Stored before this vault kept where memories came from.</p>'
+        )
+    client = "" if stored_by.client is None else f" ({esc(stored_by.client)})"
+    name = "" if stored_by.key_name is None else f"{esc(stored_by.key_name)}, "
+    return (
+        f'<p class="note stored-by">Stored through {SURFACE_NAMES[stored_by.surface]}{client} '
+        f"with the key {name}<code>{esc(stored_by.key_id)}</code></p>"
+    )
 
 
 def up_section(found: schemas.InspectResponse, viewer: Viewer) -> str:

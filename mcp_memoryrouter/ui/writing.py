@@ -47,7 +47,7 @@ class Writing:
         self._clock = clock
 
     def _client(self, session: UiSession) -> VaultClient:
-        return self._vault.with_key(session.key)
+        return self._vault.with_key(session.key).as_surface("explorer")  # stored_by
 
     def _today(self) -> str:
         return datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%d")

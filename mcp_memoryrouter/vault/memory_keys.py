@@ -47,7 +47,9 @@ class MemoryKeys:
         now = self._clock()
         if touch_due(record.last_used_ms, now):
             self._store.touch_key(record.vault_id, key_hash, now, now - TOUCH_EVERY_MS + 1)
-        return Access(record.vault_id, record.vault_ref, record.read_only, mode, record.id)
+        return Access(
+            record.vault_id, record.vault_ref, record.read_only, mode, record.id, record.name
+        )
 
     def create_vault(self, *, name: str = "default", read_only: bool = False) -> tuple[str, str]:
         """Create a vault and its first key: (key, vault reference). The key is shown once."""

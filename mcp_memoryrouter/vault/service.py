@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from mcp_memoryrouter import limits
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault.duplicates import Found, near_duplicates
 from mcp_memoryrouter.vault.hybrid import HybridSearch
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
 from mcp_memoryrouter.vault.memory_keys import MemoryKeys
@@ -19,6 +20,7 @@ from mcp_memoryrouter.vault.rules import (
     contract,
     debt,
     leases,
+    near,
     selection,
     when,
     window,
@@ -38,6 +40,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     ExportedMemory,
     KeyRecord,
     Lineage,
+    Memory,
     NewRaw,
     ReflectorRuns,
     Role,
@@ -78,6 +81,11 @@ class IngestOutcome:
     stored: int
     duplicates: int
     counters: Counters
+    # near-duplicates: (id, score) of memories already in the vault the stored texts nearly
+    # repeat (None: none found, so the answer keeps the product document's shape); with
+    # dedupe "near", (message index, id, score) of each unit not stored
+    similar: list[tuple[str, float]] | None = None
+    skipped: list[tuple[int, str, float]] | None = None
 
 
 def _dedup_key(role: str, session_id: str | None, date_ms: int, index: int, text: str) -> str:
@@ -155,11 +163,15 @@ class VaultService:
         messages: Sequence[IncomingMessage],
         session_id: str | None,
         embeddings: str | None = None,
+        dedupe: near.Dedupe = "exact",
     ) -> IngestOutcome:
+        """``dedupe``: "near" leaves out a unit that repeats a memory already in the vault
+        (``rules.near``); either way a small write lists the near-duplicates it found."""
         access.require_write()
         model = self._model_id(embeddings)
         now = self._clock()
         rows: list[NewRaw] = []
+        sent: list[int] = []  # each row's message
         for index, message in enumerate(messages):
             content = message.content.strip()
             if not content:
@@ -181,13 +193,46 @@ class VaultService:
                         now,
                     )
                 )
-        ids, stored, _ = self._store.ingest(access.vault_id, rows, model, access.writer)
+                sent.append(index)
+        checked = dedupe == "near" or len(rows) <= EMBED_BEFORE_ACK
+        found = self._near(access.vault_id, rows, embeddings) if checked else []
+        skipped: dict[int, Found] = {}
+        for i, hits in enumerate(found if dedupe == "near" else []):
+            repeated = [f for f in hits if near.repeats(rows[i].content, f.content, f.score)]
+            if repeated:
+                skipped[i] = repeated[0]
+        kept = [row for i, row in enumerate(rows) if i not in skipped]
+        new_ids, stored, _ = self._store.ingest(access.vault_id, kept, model, access.writer)
         if stored:
-            self._store.record_usage(access.vault_id, _stored_by_session(rows, ids), now)
-            if model is not None and self.worker is not None and len(rows) <= EMBED_BEFORE_ACK:
-                self.worker.embed_now(model, ids)  # read your own writes by meaning
+            self._store.record_usage(access.vault_id, _stored_by_session(kept, new_ids), now)
+            if model is not None and self.worker is not None and len(kept) <= EMBED_BEFORE_ACK:
+                self.worker.embed_now(model, new_ids)  # read your own writes by meaning
             self._wake()
-        return IngestOutcome(ids, stored, len(rows) - stored, self._store.counters(access.vault_id))
+        answered = iter(new_ids)
+        ids = [skipped[i].id if i in skipped else next(answered) for i in range(len(rows))]
+        similar: dict[str, float] = {}
+        for i, hits in enumerate(found):
+            for f in hits:
+                if i not in skipped and f.score > similar.get(f.id, -1.0):
+                    similar[f.id] = f.score
+        return IngestOutcome(
+            ids,
+            stored,
+            len(rows) - stored,
+            self._store.counters(access.vault_id),
+            sorted(similar.items(), key=lambda s: (-s[1], s[0])) or None,
+            [(sent[i], f.id, f.score) for i, f in sorted(skipped.items())]
+            if dedupe == "near"
+            else None,
+        )
+
+    def _near(
+        self, vault_id: str, rows: Sequence[NewRaw], embeddings: str | None
+    ) -> list[list[Found]]:
+        """Each row's near-duplicates in the vault, in the model the write embeds with."""
+        embedder = self._embedders.get(self._embedders.resolve(embeddings))
+        texts = [(row.content, row.date_ms) for row in rows]
+        return near_duplicates(self._store, vault_id, texts, embedder)
 
     def search(
         self,
@@ -412,6 +457,16 @@ class VaultService:
         found = self._store.lineage(
             access.vault_id, memory_id, offset, limits.INSPECT_PAGE, similar_in
         )
+        shown = self._stored_by(
+            access.vault_id, [found.memory, *found.sources, *found.consolidated_into]
+        )
+        below = len(found.sources)
+        found = replace(
+            found,
+            memory=shown[0],
+            sources=tuple(shown[1 : 1 + below]),
+            consolidated_into=tuple(shown[1 + below :]),
+        )
         tokens = sum(m.tokens for m in (*found.sources, *found.consolidated_into))
         if tokens:
             self._meter(access, UsageEvent("inspect", "retrieval", tokens, session_id))
@@ -509,9 +564,17 @@ class VaultService:
         return self._store.pending_embeddings(access.vault_id)
 
     def _supported(self, vault_id: str, hits: Sequence[ScoredMemory]) -> list[ScoredMemory]:
-        """The hits with each reflection's support (how many of its sources are gone)."""
-        rows = self._store.with_support(vault_id, [h.memory for h in hits])
+        """The hits with each reflection's support (how many of its sources are gone) and
+        what stored each."""
+        rows = self._stored_by(
+            vault_id, self._store.with_support(vault_id, [h.memory for h in hits])
+        )
         return [ScoredMemory(m, h.score) for m, h in zip(rows, hits, strict=True)]
+
+    def _stored_by(self, vault_id: str, rows: Sequence[Memory]) -> list[Memory]:
+        """``rows`` with what stored each (``stored_by``), read in one statement."""
+        found = self._store.writers_of(vault_id, [m.id for m in rows]) if rows else {}
+        return [replace(m, stored_by=found.get(m.id)) for m in rows]
 
     def _model_id(self, embeddings: str | None) -> str | None:
         """The vector space new rows are queued for (None: lexical only)."""

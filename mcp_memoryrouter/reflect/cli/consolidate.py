@@ -278,7 +278,7 @@ async def opened(
     api_url: str, key: str, spec: ModelSpec
 ) -> AsyncIterator[tuple[VaultClient, Model]]:
     """The vault client and the model, closed on the way out."""
-    client = VaultClient(api_url, key)
+    client = VaultClient(api_url, key, surface="consolidator")  # stored_by
     try:
         if spec.command is not None:
             yield client, CommandModel(spec.command, timeout=spec.timeout)

@@ -100,7 +100,7 @@ def run_export_to(api_url: str, key: str, output: Path | None, target: str) -> N
 
 
 async def _lines(api_url: str, key: str) -> list[dict[str, Any]]:
-    client = VaultClient(api_url, key)
+    client = VaultClient(api_url, key, surface="import")  # stored_by
     try:
         total = (await client.stats()).total_memories
         lines = []

@@ -56,6 +56,13 @@ async def get_access(
     x_memory_key: Annotated[str | None, Header()] = None,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
+    # Declared for the document too, read on admission: what the caller says stored what it
+    # writes (a label from a closed list, default rest) and its client's name
+    # (percent-encoded UTF-8); the key id is what the vault vouches for (docs/api.md).
+    x_memoryrouter_surface: Annotated[
+        schemas.Surface | None, Header(alias=schemas.SURFACE_HEADER)
+    ] = None,
+    x_memoryrouter_client: Annotated[str | None, Header(alias=schemas.CLIENT_HEADER)] = None,
 ) -> Access:
     """What the request was admitted with (``boundary.Admission``, before its body was
     read)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 import anyio.to_thread
 from fastapi import FastAPI, Request
@@ -14,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_memoryrouter import limits
+from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.edge.body import read_body, replay
 from mcp_memoryrouter.edge.responses import error_response
 from mcp_memoryrouter.errors import InvalidRequest, MemoryRouterError, too_large
@@ -173,10 +174,27 @@ class Admission:
         except InvalidRequest as refused:
             key, unreadable = None, refused
         client = scope.get("client")
-        declared = dict(scope.get("headers", [])).get(b"content-length")
+        headers = dict(scope.get("headers", []))
+        declared = headers.get(b"content-length")
         size = int(declared) if declared is not None and declared.isdigit() else None
         keyed = scope["path"].startswith("/v1/") and self.serves(scope)
-        return Call(scope["path"], key, str(client[0]) if client else None, size, keyed, unreadable)
+        address = str(client[0]) if client else None
+        surface, named = (headers.get(h) for h in (_SURFACE, _CLIENT))
+        return Call(
+            scope["path"],
+            key,
+            address,
+            size,
+            keyed,
+            unreadable,
+            None if surface is None else surface.decode("latin-1"),
+            # percent-encoded UTF-8, as the client sends a name (header values are ASCII)
+            None if named is None else unquote(named.decode("latin-1"), errors="replace"),
+        )
+
+
+_SURFACE = schemas.SURFACE_HEADER.lower().encode()
+_CLIENT = schemas.CLIENT_HEADER.lower().encode()
 
 
 def _has_body(scope: Scope) -> bool:

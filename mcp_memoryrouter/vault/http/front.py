@@ -25,7 +25,7 @@ import itertools
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from mcp_memoryrouter import __version__, limits, schemas
@@ -59,6 +59,9 @@ class Call:
     size: int | None = None  # the body's bytes, when known before it is read
     keyed: bool = True  # whether the operation acts with a key (every route under /v1/)
     unreadable: InvalidRequest | None = None  # why no key could be read (a header sent twice)
+    # what the caller says it is (schemas.SURFACE_HEADER, CLIENT_HEADER): labels, checked
+    surface: str | None = None
+    client: str | None = None
 
     def presented(self) -> str | None:
         """The key, or the refusal of a key header sent twice, where a key is first needed."""
@@ -145,9 +148,8 @@ class VaultAPI:
             raise too_large(self.max_body_bytes)
         if not call.keyed:
             return None
-        if admitted is not None:
-            return admitted
-        return self._service.authenticate(call.presented())
+        access = admitted or self._service.authenticate(call.presented())
+        return replace(access, surface=_surface(call.surface), client=_client(call.client))
 
     def _take(self, budgets: RateBuckets, who: str) -> float | None:
         if budgets.blocking:
@@ -207,14 +209,16 @@ class VaultAPI:
             for i, m in enumerate(body.messages)
         ]
         outcome = self._service.ingest(
-            access, messages, body.session_id or session, self._embeddings(body.embeddings, model)
+            access,
+            messages,
+            body.session_id or session,
+            self._embeddings(body.embeddings, model),
+            body.dedupe,
         )
         debt = render.reflection(outcome.counters)
         if debt.suggestion is not None and access.can_read and access.can_write:
             self.consolidator.noticed(access)
-        return schemas.IngestResponse(
-            stored=outcome.stored, duplicates=outcome.duplicates, ids=outcome.ids, reflection=debt
-        )
+        return render.ingested(outcome, debt)
 
     def search(
         self,
@@ -447,6 +451,34 @@ class VaultAPI:
     def _until(self, to: str | None) -> int:
         """The end of a window: the whole day ``to`` names, else now."""
         return self._service.now() if to is None else parse_moment(to, field="to", end_of_day=True)
+
+
+def _surface(named: str | None) -> schemas.Surface:
+    """The surface a call names (``rest`` when it names none); one not in the closed list
+    is refused (400), so nothing is written under a label no reader knows."""
+    if named is None:
+        return "rest"
+    for surface in schemas.SURFACES:
+        if named == surface:
+            return surface
+    raise InvalidRequest(
+        f"the {schemas.SURFACE_HEADER} header names no surface of this vault: send one of "
+        f"{', '.join(schemas.SURFACES)}, or leave it out (rest)",
+        {"field": schemas.SURFACE_HEADER, "allowed": list(schemas.SURFACES)},
+    )
+
+
+def _client(named: str | None) -> str | None:
+    """The client a call names: printable text of at most ``MAX_CLIENT_NAME_CHARS``."""
+    if named is None or not named.strip():
+        return None
+    if len(named) > limits.MAX_CLIENT_NAME_CHARS or not named.isprintable():
+        raise InvalidRequest(
+            f"the {schemas.CLIENT_HEADER} header must be printable text of at most "
+            f"{limits.MAX_CLIENT_NAME_CHARS} characters (the client's name)",
+            {"field": schemas.CLIENT_HEADER},
+        )
+    return named.strip()
 
 
 def _tiers(tiers: list[int] | None) -> tuple[Tier, ...] | None:

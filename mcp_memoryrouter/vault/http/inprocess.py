@@ -133,11 +133,13 @@ class InProcess:
         body: BaseModel | None,
         model: type[M],
         admitted: object = None,
+        origin: tuple[str | None, str | None] = (None, None),
     ) -> M:
         """``admitted``: an :class:`Admitted` of this carrier's for the same key, made earlier
-        in the same request (anything else is ignored, and the key is checked)."""
+        in the same request (anything else is ignored, and the key is checked); ``origin``:
+        the surface and client the caller names, as the HTTP headers would."""
         access = admitted.access if isinstance(admitted, Admitted) and admitted.key == key else None
-        result, _ = await self._run(method, path, key, body, access)
+        result, _ = await self._run(method, path, key, body, access, origin=origin)
         return result if isinstance(result, model) else model.model_validate(result)
 
     async def admit(self, key: str) -> tuple[schemas.KeyInfo, Admitted]:
@@ -158,11 +160,12 @@ class InProcess:
         body: BaseModel | None,
         admitted: Access | None,
         address: str = LOOPBACK,
+        origin: tuple[str | None, str | None] = (None, None),
     ) -> tuple[BaseModel, Access | None]:
         operation = OPERATIONS[(method, path)]
         front = self._front
         size = None if body is None else len(_encoded(body))
-        call = Call(path, key, address, size, operation.keyed)
+        call = Call(path, key, address, size, operation.keyed, None, *origin)
 
         def run() -> tuple[BaseModel, Access | None]:
             access = front.admit(call, admitted)
@@ -211,9 +214,14 @@ class ActingFor:
         body: BaseModel | None,
         model: type[M],
         admitted: object = None,
+        origin: tuple[str | None, str | None] = (None, None),
     ) -> M:
+        """What it writes is the reflector's (``stored_by.surface``), whatever ``origin``
+        the client names."""
         address = f"reflector:{self._access.key_id}"
-        result, _ = await self._carrier._run(method, path, None, body, self._access, address)
+        result, _ = await self._carrier._run(
+            method, path, None, body, self._access, address, origin=("reflector", None)
+        )
         return result if isinstance(result, model) else model.model_validate(result)
 
     async def admit(self, key: str) -> tuple[schemas.KeyInfo, object]:

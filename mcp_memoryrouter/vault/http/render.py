@@ -24,8 +24,10 @@ from mcp_memoryrouter.vault.rules.domain import (
     Stats,
     Support,
     UsageLine,
+    Writer,
 )
 from mcp_memoryrouter.vault.rules.timeline import Timeline
+from mcp_memoryrouter.vault.service import IngestOutcome
 
 
 def reflection(counters: Counters) -> schemas.Reflection:
@@ -47,6 +49,7 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
             score=score,
             date=format_ms(m.date_from),
             role=m.role,
+            stored_by=stored_by(m.stored_by),
         )
     return schemas.MemoryRow(
         id=m.id,
@@ -55,7 +58,37 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
         score=score,
         covers=covers(m.date_from, m.date_to),
         importance=m.importance,
+        stored_by=stored_by(m.stored_by),
         **support(m.support),
+    )
+
+
+def ingested(outcome: IngestOutcome, debt: schemas.Reflection) -> schemas.IngestResponse:
+    """An ingest's answer, with the near-duplicates it found and what ``dedupe`` skipped."""
+    similar = outcome.similar
+    skipped = outcome.skipped
+    return schemas.IngestResponse(
+        stored=outcome.stored,
+        duplicates=outcome.duplicates,
+        ids=outcome.ids,
+        reflection=debt,
+        similar=None if similar is None else [schemas.Similar(id=i, score=s) for i, s in similar],
+        skipped=None
+        if skipped is None
+        else [schemas.Skipped(index=n, id=i, score=s) for n, i, s in skipped],
+    )
+
+
+def stored_by(writer: Writer | None) -> schemas.StoredBy | None:
+    """What stored a memory, as rows show it; None for one stored before surfaces were kept
+    (its key alone, from before migration 8, is not shown without its surface)."""
+    if writer is None or writer.surface not in schemas.SURFACES:
+        return None
+    return schemas.StoredBy(
+        surface=writer.surface,
+        key_id=writer.key_id,
+        key_name=writer.key_name,
+        client=writer.client,
     )
 
 
@@ -124,6 +157,7 @@ def lineage_row(m: Memory, score: float | None = None) -> schemas.LineageRow:
         date=format_ms(m.date_from),
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
         score=None if score is None else round(score, 4),
+        stored_by=stored_by(m.stored_by),
         **support(m.support),
     )
 
@@ -139,6 +173,7 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
         importance=m.importance,
         batch_id=m.batch_id,
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
+        stored_by=stored_by(m.stored_by),
     )
     if m.tier > 1:
         present = found.sources_total - found.sources_deleted
@@ -320,4 +355,7 @@ def export_line(exported: ExportedMemory) -> dict[str, object]:
             line["sources_deleted"] = exported.sources_deleted
     if m.tier < 3:
         line["consolidated"] = exported.consolidated
+    origin = stored_by(m.stored_by)
+    if origin is not None:
+        line["stored_by"] = origin.model_dump(mode="json")
     return line

@@ -13,7 +13,7 @@ from typing import Literal
 
 from mcp_memoryrouter.abilities import abilities
 from mcp_memoryrouter.errors import Forbidden, Unauthorized
-from mcp_memoryrouter.vault.rules.domain import KeyRecord, Writer
+from mcp_memoryrouter.vault.rules.domain import KeyRecord, WriteMode, Writer
 
 Mode = Literal["full", "read", "write", "off"]
 _SUFFIXES: dict[str, Mode] = {"read": "read", "write": "write", "off": "off"}
@@ -47,6 +47,11 @@ class Access:
     read_only: bool
     mode: Mode
     key_id: str = ""  # the public id of the presented key
+    key_name: str | None = None  # its name
+    # the surface the call came through and the client it names (the caller's labels,
+    # checked against schemas.SURFACES at the door; docs/api.md)
+    surface: str = "rest"
+    client: str | None = None
 
     @property
     def can_read(self) -> bool:
@@ -69,7 +74,8 @@ class Access:
     @property
     def writer(self) -> Writer:
         """Who stores what this request writes, as the memories record it."""
-        return Writer(self.key_id, "write" if self.mode == "write" else "full")
+        mode: WriteMode = "write" if self.mode == "write" else "full"
+        return Writer(self.key_id, mode, self.key_name, self.surface, self.client)
 
     def require_full(self) -> None:
         """Checkout returns texts and leads to writes: it needs both."""

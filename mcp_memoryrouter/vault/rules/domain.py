@@ -80,6 +80,11 @@ class Writer:
 
     key_id: str
     mode: WriteMode
+    # where it came from (``stored_by``): the key's name when it stored, the surface the
+    # write came through and the client the surface names (None: not known)
+    key_name: str | None = None
+    surface: str | None = None
+    client: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class Memory:
     seq: int = 0  # storage order: consecutive raw memories of a conversation are neighbours
     # a reflection's support, when the reader asked for it: sources linked and deleted since
     support: Support | None = None
+    # what stored it, when the reader asked for it (None: not asked, or stored before kept)
+    stored_by: Writer | None = None
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,18 @@ row whose ``seq`` was drawn before a later one but committed after it was paged 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from mcp_memoryrouter.db import Tx
 from mcp_memoryrouter.vault.rules import counters
 from mcp_memoryrouter.vault.rules.domain import Created, ExportedMemory, new_memory_id
 from mcp_memoryrouter.vault.store.reflect import apply_counters
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
+from mcp_memoryrouter.vault.store.sql import (
+    MEMORY_COLUMNS,
+    WRITER_COLUMNS,
+    memory_from_row,
+    writer_from_row,
+)
 
 
 def export_page(
@@ -23,7 +29,8 @@ def export_page(
     """Up to ``limit`` memories stored after ``after_seq``, in storage order (sources
     before the reflections built on them), and the last seq read (``after_seq`` at the end)."""
     rows = tx.all(
-        f"SELECT {MEMORY_COLUMNS}, m.consolidated, m.seq FROM memories m "
+        f"SELECT {MEMORY_COLUMNS}, m.consolidated, m.seq, "
+        f"{', '.join('m.' + c for c in WRITER_COLUMNS.split(', '))} FROM memories m "
         "WHERE m.vault_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
         (vault_id, after_seq, limit),
     )
@@ -47,7 +54,7 @@ def export_page(
                 present[parent].append(child)
     page = [
         ExportedMemory(
-            memory_from_row(r[:10]),
+            replace(memory_from_row(r[:10]), stored_by=writer_from_row(r[12:17])),
             bool(r[10]),
             tuple(present.get(r[0], ())),
             deleted.get(r[0], 0),

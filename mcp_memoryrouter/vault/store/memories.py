@@ -18,7 +18,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Writer,
 )
 from mcp_memoryrouter.vault.store import reflect
-from mcp_memoryrouter.vault.store.sql import writer_columns
+from mcp_memoryrouter.vault.store.sql import WRITER_COLUMNS, writer_columns, writer_from_row
 
 # The per-vault counters (rules/counters.py): totals per tier, then the debt.
 COUNTERS = (
@@ -35,16 +35,16 @@ def ingest(
     ids: list[str] = []
     new: list[str] = []
     tokens = 0
-    key_id, key_mode = writer_columns(writer)
+    stored_by = writer_columns(writer)
     for row in rows:
         inserted = tx.run(
             "INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, "
-            "date_to, session_id, dedup, created_ms, dated, key_id, key_mode) "
-            "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            f"date_to, session_id, dedup, created_ms, dated, {WRITER_COLUMNS}) "
+            "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 *(row.id, vault_id, row.role, row.content, row.tokens, row.date_ms, row.date_ms),
                 *(row.session_id, row.dedup, row.created_ms, date_words(row.date_ms, row.date_ms)),
-                *(key_id, key_mode),
+                *stored_by,
             ),
         )
         if inserted:
@@ -70,10 +70,10 @@ def writers_of(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Writer | 
         return {}
     test, params = tx.among(sorted(set(ids)))
     rows = tx.all(
-        f"SELECT id, key_id, key_mode FROM memories WHERE vault_id = ? AND id {test}",
+        f"SELECT id, {WRITER_COLUMNS} FROM memories WHERE vault_id = ? AND id {test}",
         [vault_id, *params],
     )
-    return {row[0]: None if row[1] is None else Writer(row[1], row[2]) for row in rows}
+    return {row[0]: writer_from_row(row[1:]) for row in rows}
 
 
 # (seq, id, tier, tokens, importance, consolidated) of a row a delete takes

@@ -35,7 +35,12 @@ from mcp_memoryrouter.vault.rules.domain import (
     new_memory_id,
     reflection_tier,
 )
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row, writer_columns
+from mcp_memoryrouter.vault.store.sql import (
+    MEMORY_COLUMNS,
+    WRITER_COLUMNS,
+    memory_from_row,
+    writer_columns,
+)
 
 CANDIDATE_FETCH = 256  # candidate rows per read of the checkout cursor
 PARENTS_SHOWN = 500  # reflections built from a memory that inspect lists
@@ -203,8 +208,8 @@ def create_reflections(
     created = [Created(new_memory_id(), e.importance) for e in entries]
     tx.many(
         "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
-        "date_to, batch_id, created_ms, dated, sources_total, key_id, key_mode) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"date_to, batch_id, created_ms, dated, sources_total, {WRITER_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 *(c.id, vault_id, target, e.text, est_tokens(e.text), e.importance),

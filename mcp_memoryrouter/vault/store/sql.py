@@ -12,7 +12,7 @@ from typing import cast
 
 from mcp_memoryrouter.db import Row
 from mcp_memoryrouter.db.migrations import Migrations
-from mcp_memoryrouter.vault.rules.domain import Memory, Role, Tier, Writer
+from mcp_memoryrouter.vault.rules.domain import Memory, Role, Tier, WriteMode, Writer
 
 # The vault's schema: applied when a store opens, recorded as it always was (SQLite's
 # PRAGMA user_version, PostgreSQL's schema_migrations).
@@ -25,9 +25,29 @@ MEMORY_COLUMNS = (
 )
 
 
-def writer_columns(writer: Writer | None) -> tuple[str | None, str | None]:
-    """The ``key_id`` and ``key_mode`` a new memory is stored with (both NULL: unknown)."""
-    return (None, None) if writer is None else (writer.key_id, writer.mode)
+# What a new memory records of its writer, in the order :func:`writer_columns` gives them.
+WRITER_COLUMNS = "key_id, key_mode, key_name, surface, client"
+
+
+def writer_columns(writer: Writer | None) -> tuple[str | None, ...]:
+    """The :data:`WRITER_COLUMNS` a new memory is stored with (all NULL: unknown)."""
+    if writer is None:
+        return (None, None, None, None, None)
+    return (writer.key_id, writer.mode, writer.key_name, writer.surface, writer.client)
+
+
+def writer_from_row(row: Row) -> Writer | None:
+    """A memory's writer from its :data:`WRITER_COLUMNS` (None: stored before kept)."""
+    if row[0] is None:
+        return None
+    key_id, mode, key_name, surface, client = row
+    return Writer(
+        cast(str, key_id),
+        cast(WriteMode, mode),
+        cast(str | None, key_name),
+        cast(str | None, surface),
+        cast(str | None, client),
+    )
 
 
 def writer_sql(table: str = "") -> str:

@@ -38,7 +38,7 @@ from mcp_memoryrouter.vault.store import backup, memories
 from mcp_memoryrouter.vault.store.base import Store
 from mcp_memoryrouter.vault.store.postgres import lexical, search, vectors
 from mcp_memoryrouter.vault.store.postgres.schema import migrate
-from mcp_memoryrouter.vault.store.sql import writer_columns
+from mcp_memoryrouter.vault.store.sql import WRITER_COLUMNS, writer_columns
 
 T = TypeVar("T")
 _RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
@@ -81,9 +81,9 @@ WITH input AS (
 ),
 ins AS (
     INSERT INTO memories (id, vault_id, tier, role, content, tokens, date_from, date_to,
-                          session_id, dedup, created_ms, dated, key_id, key_mode)
+                          session_id, dedup, created_ms, dated, {WRITER_COLUMNS})
     SELECT id, %s, 1, role, content, tokens, date_ms, date_ms, session_id, dedup, created_ms,
-           dated, %s, %s
+           dated, %s, %s, %s, %s, %s
     FROM input ORDER BY ord
     ON CONFLICT DO NOTHING
     RETURNING seq, id, tokens
