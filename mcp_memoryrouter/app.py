@@ -58,7 +58,7 @@ from mcp_memoryrouter.mcp_server.binding import Binder
 from mcp_memoryrouter.mcp_server.budget import ResultBudget
 from mcp_memoryrouter.mcp_server.server import build_server
 from mcp_memoryrouter.metrics import Metrics
-from mcp_memoryrouter.private import open_private, private_dir, private_file
+from mcp_memoryrouter.private import open_private, private_dir, private_file, writable_data_dir
 from mcp_memoryrouter.proxy.relay import ChatProxy, Upstreams
 from mcp_memoryrouter.reflector.provider import Provider, ProviderModel, key_from_file
 from mcp_memoryrouter.reflector.runs import ServerReflector, Timing
@@ -304,7 +304,7 @@ def create_server(
     """``clock`` (seconds) is what the authorization server issues and checks tokens by;
     ``documents`` how it fetches client ID metadata documents (default: from the internet)."""
     keyless_on_this_machine_only(settings)
-    private_dir(settings.data_dir)  # 0700, whatever the umask (see private.py)
+    writable_data_dir(settings.data_dir)  # 0700, whatever the umask (see private.py); writable
     service, vault_app = serve_vault(settings)
     try:
         return _serve(settings, service, vault_app, clock, documents)

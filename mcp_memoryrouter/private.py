@@ -13,6 +13,8 @@ import contextlib
 import os
 from pathlib import Path
 
+from mcp_memoryrouter.errors import ConfigError
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 _SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
@@ -22,6 +24,33 @@ def private_dir(path: Path) -> None:
     """Create ``path`` (0700), or narrow it to 0700 when it exists."""
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     _narrow(path, DIR_MODE)
+
+
+def writable_data_dir(path: Path) -> None:
+    """Ready the data directory as :func:`private_dir` does, refusing to start, with what to
+    do, when this process may not write in it: a bind mount that root made for a container
+    whose server runs as another user would otherwise fail later on its first file."""
+    try:
+        private_dir(path)
+    except PermissionError as exc:
+        raise ConfigError(_not_writable(path)) from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(_not_writable(path))
+
+
+def _not_writable(path: Path) -> str:
+    uid = os.geteuid()
+    try:
+        owner = f" (it belongs to uid {os.stat(path).st_uid})"
+    except OSError:
+        owner = ""
+    return (
+        f"the data directory {path} (MEMORYROUTER_DATA_DIR) is not writable by uid {uid}, "
+        f"the user this server runs as{owner}: give it to that user (`chown -R {uid} "
+        f"{path}`, on the host for a bind mount), run the server as the directory's owner "
+        "(`--user` for a container), or point MEMORYROUTER_DATA_DIR at a directory it may "
+        "write"
+    )
 
 
 def new_private_dir(path: Path) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import click
 
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.errors import NotFound, StoreUnavailable
+from mcp_memoryrouter.errors import NotFound, StartupError, StoreUnavailable
 from mcp_memoryrouter.limits import MAX_ID_CHARS
 from mcp_memoryrouter.schemas import hidden
 from mcp_memoryrouter.vault.app import build_service, migrate_store
@@ -22,7 +22,7 @@ from mcp_memoryrouter.vault.service import VaultService
 def _keyring() -> tuple[VaultService, MemoryKeys]:
     try:
         service, _ = build_service(Settings(), start_worker=False)
-    except (StoreUnavailable, ValueError) as exc:
+    except (StoreUnavailable, StartupError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     return service, service.keys
 
@@ -138,7 +138,7 @@ def migrate(as_json: bool) -> None:
     try:
         kind, version = migrate_store(settings)
         state = migrate_state(settings)
-    except (StoreUnavailable, ValueError) as exc:
+    except (StoreUnavailable, StartupError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
         click.echo(json.dumps({"store": kind, "schema_version": version, "state": state}))

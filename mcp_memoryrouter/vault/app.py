@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from mcp_memoryrouter import __version__
 from mcp_memoryrouter.config import Settings
-from mcp_memoryrouter.private import new_private_dir, private_dir
+from mcp_memoryrouter.private import new_private_dir, writable_data_dir
 from mcp_memoryrouter.vault.http.api import VaultApp, router
 from mcp_memoryrouter.vault.http.boundary import Admission, install_error_handlers
 from mcp_memoryrouter.vault.http.front import VaultAPI
@@ -58,7 +58,7 @@ def open_store(settings: Settings, *, serving: bool = False) -> tuple[Store, str
     if url and not url.startswith("sqlite:///"):
         raise ValueError(f"unsupported MEMORYROUTER_DATABASE_URL scheme: {url.split(':', 1)[0]}")
     path = Path(settings.sqlite_path)
-    private_dir(settings.data_dir)
+    writable_data_dir(settings.data_dir)
     new_private_dir(path.parent)  # a database placed outside the data directory
     return SQLiteStore(path, serving=serving), "sqlite"
 
