@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp.types import TextResourceContents
 
-from mcp_memoryrouter.auth.scopes import load_policy
+from mcp_memoryrouter.auth.scopes import PolicyError, load_policy, parse_policy
+from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.mcp_server import catalog, resources, views
+from mcp_memoryrouter.mcp_server.binding import Binder
+from mcp_memoryrouter.mcp_server.budget import ResultBudget
+from mcp_memoryrouter.mcp_server.catalog import ResourceSpec, ToolSpec
+from mcp_memoryrouter.mcp_server.server import TOOLS as SERVER_TOOLS
 from tests.support.mcp import McpServer, ok, text_of
 
 pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
 
 APP_MIME = "text/html;profile=mcp-app"
 VIEWS = {
@@ -106,3 +115,35 @@ async def test_a_tool_that_draws_a_view_still_answers_in_full_in_its_text(
         assert tools[name]["_meta"]["ui"]["resourceUri"] == VIEWS[name]
         assert json.loads(text_of(result)) == ok(result)
         assert "bees" in text_of(result)
+
+
+def _assembled(tools: list[ToolSpec], resources: list[ResourceSpec], policy: str) -> None:
+    binder = Binder(VaultClient("http://127.0.0.1:9"), parse_policy(policy), ResultBudget(10_000))
+    catalog.assemble("t", "0", "", binder, tools, resources)
+
+
+def test_a_tool_naming_a_view_the_server_does_not_serve_stops_it() -> None:
+    policy = (ROOT / "scopes.yaml").read_text()
+    served = [*resources.RESOURCES, *views.RESOURCES]
+    wrong = [replace(t, view="ui://memoryrouter/elsewhere.html") for t in SERVER_TOOLS]
+    with pytest.raises(PolicyError, match=re.escape("elsewhere.html")):
+        _assembled(wrong, served, policy)
+    # nor may a view be served as anything but an MCP App
+    as_json = [replace(r, mime_type="application/json") for r in served]
+    with pytest.raises(PolicyError, match=re.escape(APP_MIME)):
+        _assembled(list(SERVER_TOOLS), as_json, policy)
+    _assembled(list(SERVER_TOOLS), served, policy)
+
+
+def test_the_views_own_tool_is_held_to_scopes_yaml_like_every_tool() -> None:
+    policy = (ROOT / "scopes.yaml").read_text()
+    served = [*resources.RESOURCES, *views.RESOURCES]
+    without = policy.replace("  memory_view_abilities: memories:read\n", "")
+    with pytest.raises(PolicyError, match="memory_view_abilities"):
+        _assembled(list(SERVER_TOOLS), served, without)
+    # and its hints to its scope: a read that needed memories:delete would stop the server
+    moved = policy.replace(
+        "memory_view_abilities: memories:read", "memory_view_abilities: memories:delete"
+    )
+    with pytest.raises(PolicyError, match="memory_view_abilities"):
+        _assembled(list(SERVER_TOOLS), served, moved)
