@@ -212,6 +212,14 @@ def test_a_read_only_keys_view_offers_no_forget_nor_consolidation_at_390_px(
             expect(view.locator("h1")).to_have_text("Tier 2 reflection")
             expect(view.get_by_role("button", name="Forget this…")).to_have_count(0)
             fits(host)
+            # the date search draws the same view
+            view = host.show(
+                "date_search_memories", {"from_date": "2026-04-01", "to_date": "2026-04-30"}
+            )
+            expect(view.locator("h1")).to_have_text("Memories from 2026-04-01 to 2026-04-30")
+            expect(card(view, "on cycling.").locator(".tag")).to_have_text("Tier 2 · reflection")
+            assert axe_in_view(host) == []
+            fits(host)
             assert ids["garden"] in {c["arguments"].get("memory_id") for c in host.state()["calls"]}
     finally:
         context.close()
