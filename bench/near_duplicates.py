@@ -2,6 +2,7 @@
 measured, and what the check costs an ingest.
 
     python bench/near_duplicates.py [--per-template 40] [--seed 7] [--samples 60]
+        [--before DIR] [--skip-cost]
 
 Pairs are drawn from the fact templates of the peers benchmark (``bench/peers_templates.py``),
 each side embedded as the vault embeds a memory (its date written out, then its text:
@@ -15,14 +16,17 @@ each side embedded as the vault embeds a memory (its date written out, then its 
 - **another fact of the same kind** (the same template, every slot drawn again).
 
 Printed: each kind's cosine percentiles, and for each candidate threshold the share of each
-kind at or above it. Then the cost: ``POST /v1/memory/ingest`` of one message through the
-HTTP API, with and without ``dedupe: near`` (medians of ``--samples`` interleaved calls, the
-local model, into a vault of 2,000 memories).
+kind at or above it, and the share ``dedupe: near`` skips (``rules.near.repeats``). Then the
+cost: ``POST /v1/memory/ingest`` through the HTTP API into a vault of 2,000 memories (the
+local model), with the check (this checkout: 1 message, with ``dedupe: near``, without
+embeddings, 16 messages) and, with ``--before``, without it (the same calls to a server run
+from a checkout of the code before the check), interleaved, p50 and p95 of ``--samples``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -151,46 +155,57 @@ def measure(per_template: int, seed: int) -> None:
     print(table(["at or above", *by_kind], rows))
 
 
-def cost(samples: int) -> None:
-    """Ingest of one message with and without the near-duplicate check, interleaved."""
-    with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp)
-        key = new_vault(data, "near-duplicates")
-        with (
-            server(data) as url,
-            httpx2.Client(base_url=url, headers={"X-Memory-Key": key}, timeout=120) as http,
-        ):
-            for start in range(0, 2_000, 500):  # a vault of 2,000 memories to search
+def cost(samples: int, before: Path | None) -> None:
+    """Ingest with and without the near-duplicate check, interleaved: this checkout's
+    server beside ``before``'s (a checkout of the code before the check, when given)."""
+    servers: dict[str, dict[str, str]] = {"this checkout": {}} | (
+        {} if before is None else {"before the check": {"PYTHONPATH": str(before)}}
+    )
+    cases: dict[str, dict[str, object]] = {
+        "1 message": {},
+        "1 message, dedupe near": {"dedupe": "near"},
+        "1 message, embeddings none": {"embeddings": "none"},
+        "16 messages": {"count": 16},
+    }
+    with contextlib.ExitStack() as stack:
+        clients: dict[str, httpx2.Client] = {}
+        for name, env in servers.items():
+            data = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            key = new_vault(data, "near-duplicates")
+            url = stack.enter_context(server(data, env))
+            http = httpx2.Client(base_url=url, headers={"X-Memory-Key": key}, timeout=120)
+            clients[name] = stack.enter_context(http)
+            for start in range(0, 2_000, 500):  # a vault of 2,000 memories to compare with
                 history = [
                     {"content": f"Note {i}: the meeting about topic {i % 97} went fine."}
                     for i in range(start, start + 500)
                 ]
                 http.post("/v1/memory/ingest", json={"messages": history}).raise_for_status()
-            cases: dict[str, dict[str, object]] = {
-                "1 message, 17 in the request (no check, queued)": {"count": 17},
-                "1 message, embedded before the answer (checked, listed)": {"count": 1},
-                "1 message, dedupe near": {"count": 1, "dedupe": "near"},
-                "1 message, embeddings none (exact text only)": {"count": 1, "embeddings": "none"},
-            }
-            timings: dict[str, list[float]] = {name: [] for name in cases}
-            serial = 0
-            for round_ in range(samples + 5):  # the first 5 rounds warm the model
-                for name, case in cases.items():
+            while http.get("/v1/memory/stats").json()["pending_embeddings"]:
+                time.sleep(0.5)
+        timings: dict[tuple[str, str], list[float]] = {}
+        serial = 0
+        for round_ in range(samples + 5):  # the first 5 rounds warm the model
+            for case, extra in cases.items():
+                for name, http in clients.items():
+                    if name != "this checkout" and "dedupe" in extra:
+                        continue  # the earlier code ignores the field
                     serial += 1
                     body: dict[str, object] = {
                         "messages": [
                             {"content": f"Write {serial}.{j}: we spoke about item {serial % 13}."}
-                            for j in range(int(str(case["count"])))
+                            for j in range(int(str(extra.get("count", 1))))
                         ]
                     }
-                    body.update({k: v for k, v in case.items() if k != "count"})
-                    began = time.perf_counter()
-                    http.post("/v1/memory/ingest", json=body).raise_for_status()
+                    body.update({k: v for k, v in extra.items() if k != "count"})
+                    response = http.post("/v1/memory/ingest", json=body)
+                    response.raise_for_status()
                     if round_ >= 5:
-                        timings[name].append((time.perf_counter() - began) * 1000)
-    rows = [[name, f"{p50(t):.1f}", f"{p95(t):.1f}"] for name, t in timings.items()]
+                        elapsed = response.elapsed.total_seconds() * 1000
+                        timings.setdefault((case, name), []).append(elapsed)
+    rows = [[case, name, f"{p50(t):.1f}", f"{p95(t):.1f}"] for (case, name), t in timings.items()]
     print(f"{samples} samples per case, after 5 warm-up rounds; a vault of 2,000 memories")
-    print(table(["ingest", "p50 ms", "p95 ms"], rows))
+    print(table(["ingest", "server", "p50 ms", "p95 ms"], rows))
 
 
 def main() -> None:
@@ -199,12 +214,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of the code before the check (git archive <commit> | tar -x -C DIR)",
+    )
     args = parser.parse_args()
     print(f"code {code_version()}")
     measure(args.per_template, args.seed)
     if not args.skip_cost:
         print()
-        cost(args.samples)
+        cost(args.samples, args.before)
 
 
 if __name__ == "__main__":

@@ -175,14 +175,16 @@ async def bind_call(ctx: Context[Any, Any]) -> VaultBinding:
 
 
 def client_name(ctx: Context[Any, Any]) -> str | None:
-    """The calling client's name: the one it gave the MCP handshake (``clientInfo``), else
-    its OAuth client id; cut to what the vault keeps (printable, ``MAX_CLIENT_NAME_CHARS``)."""
+    """The calling client's name: the one it gave with the call (``clientInfo``: every call
+    of the 2026 protocol carries it, a stateless 2025 call none), else the client id of its
+    OAuth grant (a memory key sent as the token has none); cut to what the vault keeps
+    (printable, ``MAX_CLIENT_NAME_CHARS``)."""
     params = ctx.request_context.session.client_params
     info = None if params is None else params.client_info
     name = None if info is None else info.name
-    if not name:
-        token = get_access_token()
-        name = None if token is None else token.client_id
+    token = get_access_token()
+    if not name and token is not None and KEY_INFO_CLAIM not in (token.claims or {}):
+        name = token.client_id
     shown = "".join(c for c in name or "" if c.isprintable()).strip()
     return shown[: limits.MAX_CLIENT_NAME_CHARS] or None
 

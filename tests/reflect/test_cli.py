@@ -65,7 +65,7 @@ def test_export_to_stdout_writes_one_json_line_per_memory(served: Served) -> Non
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["tier"] for line in lines] == [1, 1, 1]
-    assert set(lines[0]) == {"id", "tier", "role", "content", "date", "consolidated"}
+    assert set(lines[0]) == {"id", "tier", "role", "content", "date", "consolidated", "stored_by"}
     assert lines[0]["consolidated"] is False  # the vault's debt survives a round trip
 
 

@@ -37,6 +37,7 @@ class LineageMemory(BaseModel):
     sources_total: int | None = None  # a reflection's sources, and how many were deleted
     sources_deleted: int | None = None
     orphaned: bool | None = None  # every source deleted
+    stored_by: schemas.StoredBy | None = None  # what stored it (None: before it was kept)
 
 
 class InspectOutput(BaseModel):
@@ -55,6 +56,8 @@ class InspectOutput(BaseModel):
     offset: int | None = None
     next_offset: int | None = None
     consolidated_into: list[LineageMemory] | None = None
+    # what stored it: the surface, the key's id and name, the client (None: before it was kept)
+    stored_by: schemas.StoredBy | None = None
 
 
 def _rows(rows: list[schemas.LineageRow], budget: ResultBudget) -> list[LineageMemory]:
@@ -72,6 +75,7 @@ def _rows(rows: list[schemas.LineageRow], budget: ResultBudget) -> list[LineageM
             sources_total=r.sources_total,
             sources_deleted=r.sources_deleted,
             orphaned=r.orphaned,
+            stored_by=r.stored_by,
         )
         for r in rows
     ]
@@ -89,6 +93,7 @@ def fit_lineage(
         covers=found.covers,
         role=found.role,
         importance=found.importance,
+        stored_by=found.stored_by,
         consolidated_into=None
         if found.consolidated_into is None
         else _rows(found.consolidated_into, budget),

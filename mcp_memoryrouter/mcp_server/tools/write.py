@@ -21,6 +21,8 @@ class StoreOutput(BaseModel):
     duplicates: int  # identical memories already in the vault, not written again
     ids: list[str]  # one per stored chunk, in order; a duplicate's is the id already kept
     consolidation_suggestion: str | None = None
+    # memories already in the vault this text nearly repeats (id, cosine), best first
+    similar: list[schemas.Similar] | None = None
 
 
 async def store_memory(
@@ -51,6 +53,7 @@ async def store_memory(
             duplicates=result.duplicates,
             ids=result.ids,
             consolidation_suggestion=result.reflection.suggestion,
+            similar=result.similar,
         )
     )
 
@@ -62,7 +65,8 @@ TOOLS = (
         "Save what the user wants remembered as a raw (tier 1) memory: a fact, preference, "
         "decision or event, as one self-contained statement with absolute dates. Secrets "
         "(passwords, keys, tokens) are refused. Returns the ids stored (or found as "
-        "duplicates).",
+        "duplicates), and in similar the memories already kept that say nearly the same "
+        "(id and cosine score): inspect one before storing a correction as a new fact.",
         WRITES,
     ),
 )
