@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import httpx2
 import pytest
 
 from mcp_memoryrouter.app import create_server
+from mcp_memoryrouter.vault.service import VaultService
 from tests.support import live_server
 from tests.support.proxy import settings_for
 
@@ -29,16 +29,26 @@ class Running:
     key: str
 
 
-@pytest.fixture
-def running(tmp_path: Path) -> Iterator[Running]:
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, VaultService]]:
+    """One server for the module (each test has a vault of its own on it)."""
     # the upstream is never reached: nothing here gets past the body
-    server = create_server(settings_for(tmp_path, "http://127.0.0.1:9", body_timeout_seconds=0.5))
+    settings = settings_for(
+        tmp_path_factory.mktemp("bodies"), "http://127.0.0.1:9", body_timeout_seconds=0.5
+    )
+    server = create_server(settings)
     assert server.service is not None
-    key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
         origin = httpx2.URL(url)
         assert origin.port is not None
-        yield Running(origin.host, origin.port, key)
+        yield Running(origin.host, origin.port, ""), server.service
+
+
+@pytest.fixture
+def running(shared: tuple[Running, VaultService]) -> Running:
+    server, service = shared
+    key, _ = service.create_vault()
+    return replace(server, key=key)
 
 
 def held(
