@@ -24,8 +24,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """``mcp-memoryrouter serve`` as its own process on a free loopback port."""
+def server(
+    data_dir: Path, extra_env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[str]:
+    """``mcp-memoryrouter serve`` as its own process on a free loopback port; ``cwd``: run
+    from another checkout (``python -m`` puts the working directory first on the path)."""
     port = free_port()
     env = {
         **os.environ,
@@ -38,6 +41,7 @@ def server(data_dir: Path, extra_env: dict[str, str] | None = None) -> Iterator[
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=cwd,
     )
     url = f"http://127.0.0.1:{port}"
     with answering(proc, lambda: httpx2.get(url + "/healthz", timeout=1), "server", 60):
@@ -65,14 +69,16 @@ def answering(
         proc.wait(timeout=30)
 
 
-def new_vault(data_dir: Path, name: str) -> str:
-    """A fresh vault's first key, minted by the CLI beside the running server."""
+def new_vault(data_dir: Path, name: str, cwd: Path | None = None) -> str:
+    """A fresh vault's first key, minted by the CLI beside the running server (``cwd``: by
+    another checkout's, as :func:`server`)."""
     out = subprocess.run(
         [sys.executable, "-m", "mcp_memoryrouter", "keys", "create", "--json", "--name", name],
         capture_output=True,
         text=True,
         check=True,
         env={**os.environ, "MEMORYROUTER_DATA_DIR": str(data_dir)},
+        cwd=cwd,
     )
     key: str = json.loads(out.stdout)["key"]
     return key

@@ -2,7 +2,7 @@
 measured, and what the check costs an ingest.
 
     python bench/near_duplicates.py [--per-template 40] [--seed 7] [--samples 60]
-        [--before DIR] [--skip-cost]
+        [--before DIR] [--skip-cost] [--skip-measure]
 
 Pairs are drawn from the fact templates of the peers benchmark (``bench/peers_templates.py``),
 each side embedded as the vault embeds a memory (its date written out, then its text:
@@ -158,8 +158,8 @@ def measure(per_template: int, seed: int) -> None:
 def cost(samples: int, before: Path | None) -> None:
     """Ingest with and without the near-duplicate check, interleaved: this checkout's
     server beside ``before``'s (a checkout of the code before the check, when given)."""
-    servers: dict[str, dict[str, str]] = {"this checkout": {}} | (
-        {} if before is None else {"before the check": {"PYTHONPATH": str(before)}}
+    servers: dict[str, Path | None] = {"this checkout": None} | (
+        {} if before is None else {"before the check": before.resolve()}
     )
     cases: dict[str, dict[str, object]] = {
         "1 message": {},
@@ -169,10 +169,10 @@ def cost(samples: int, before: Path | None) -> None:
     }
     with contextlib.ExitStack() as stack:
         clients: dict[str, httpx2.Client] = {}
-        for name, env in servers.items():
+        for name, root in servers.items():
             data = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            key = new_vault(data, "near-duplicates")
-            url = stack.enter_context(server(data, env))
+            key = new_vault(data, "near-duplicates", cwd=root)
+            url = stack.enter_context(server(data, cwd=root))
             http = httpx2.Client(base_url=url, headers={"X-Memory-Key": key}, timeout=120)
             clients[name] = stack.enter_context(http)
             for start in range(0, 2_000, 500):  # a vault of 2,000 memories to compare with
@@ -214,6 +214,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--skip-measure", action="store_true")
     parser.add_argument(
         "--before",
         type=Path,
@@ -221,9 +222,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"code {code_version()}")
-    measure(args.per_template, args.seed)
-    if not args.skip_cost:
+    if not args.skip_measure:
+        measure(args.per_template, args.seed)
         print()
+    if not args.skip_cost:
         cost(args.samples, args.before)
 
 
