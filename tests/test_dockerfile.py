@@ -1,7 +1,8 @@
 """The Dockerfile's own command, environment and healthcheck, run exactly as written.
 
-No Docker engine runs here, so the test reads the ENV, CMD and HEALTHCHECK instructions and
-runs them as the container would (with the data directory and port moved to test places).
+This test needs no container engine (``.ci/docker`` builds and runs the image itself): it
+reads the ENV, CMD and HEALTHCHECK instructions and runs them as the container would (with the
+data directory, the model cache, the temporary files and the port moved to test places).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+
+from mcp_memoryrouter.config import Settings
 
 DOCKERFILE = Path(__file__).resolve().parents[1] / "Dockerfile"
 
@@ -65,6 +68,9 @@ def test_the_container_command_serves_and_its_healthcheck_passes(tmp_path: Path)
         **env_of(),
         "MEMORYROUTER_DATA_DIR": str(tmp_path),
         "MEMORYROUTER_PORT": str(port),
+        # the model this machine already built, not the image's folder
+        "MEMORYROUTER_CACHE_DIR": str(Settings().cache_dir),
+        "TMPDIR": str(tmp_path),
     }
     log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen(command, env=env, stdout=log, stderr=log)
