@@ -15,7 +15,6 @@ import pytest
 from mcp_memoryrouter.db.migrations import Migrations, migrate_postgres, migrate_sqlite
 from mcp_memoryrouter.db.sqlite import SqliteDatabase, connect
 from mcp_memoryrouter.vault.store.sql import MIGRATIONS
-from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 from tests import pg
 
 SHIPPED = 6  # the vault's last migration when the one runner came
@@ -53,12 +52,12 @@ def test_the_vault_has_its_shipped_migrations() -> None:
 
 def test_a_sqlite_vault_at_version_6_upgrades_in_place(tmp_path: Path) -> None:
     path = tmp_path / "vault.sqlite3"
-    store = SQLiteStore(path)
-    store.create_vault("a", "vr_a", 0)
-    assert store.schema_version >= SHIPPED
-    store.close()
-    conn = sqlite3.connect(path)  # as an earlier version left it
+    conn = sqlite3.connect(path)  # as an earlier version left it: its scripts, its record
+    for script in MIGRATIONS.scripts("sqlite", until=SHIPPED):
+        conn.executescript(script.text)
     conn.execute(f"PRAGMA user_version = {SHIPPED}")
+    conn.execute("INSERT INTO vaults (id, ref, created_ms) VALUES ('a', 'vr_a', 0)")
+    conn.commit()
     conn.close()
 
     conn = connect(path)

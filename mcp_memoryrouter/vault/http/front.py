@@ -218,7 +218,7 @@ class VaultAPI:
         debt = render.reflection(outcome.counters)
         if debt.suggestion is not None and access.can_read and access.can_write:
             self.consolidator.noticed(access)
-        return render.ingested(outcome, debt)
+        return render.ingested(outcome.stored, outcome.ids, debt, outcome.similar, outcome.skipped)
 
     def search(
         self,

@@ -27,7 +27,6 @@ from mcp_memoryrouter.vault.rules.domain import (
     Writer,
 )
 from mcp_memoryrouter.vault.rules.timeline import Timeline
-from mcp_memoryrouter.vault.service import IngestOutcome
 
 
 def reflection(counters: Counters) -> schemas.Reflection:
@@ -63,14 +62,18 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
     )
 
 
-def ingested(outcome: IngestOutcome, debt: schemas.Reflection) -> schemas.IngestResponse:
+def ingested(
+    stored: int,
+    ids: list[str],
+    debt: schemas.Reflection,
+    similar: Sequence[tuple[str, float]] | None,
+    skipped: Sequence[tuple[int, str, float]] | None,
+) -> schemas.IngestResponse:
     """An ingest's answer, with the near-duplicates it found and what ``dedupe`` skipped."""
-    similar = outcome.similar
-    skipped = outcome.skipped
     return schemas.IngestResponse(
-        stored=outcome.stored,
-        duplicates=outcome.duplicates,
-        ids=outcome.ids,
+        stored=stored,
+        duplicates=len(ids) - stored,
+        ids=ids,
         reflection=debt,
         similar=None if similar is None else [schemas.Similar(id=i, score=s) for i, s in similar],
         skipped=None
