@@ -85,3 +85,22 @@ def test_the_container_command_serves_and_its_healthcheck_passes(tmp_path: Path)
         proc.wait(timeout=20)
         log.close()
     assert "Created vault" in (tmp_path / "serve.log").read_text()
+
+
+def test_the_image_is_built_to_start_read_only_in_512_mib_from_pinned_versions() -> None:
+    """What .ci/docker checks on the built image, read here from the Dockerfile itself: the
+    model is built at build time outside the volume, temporary files go to the volume, the
+    install is pinned and carries the PostgreSQL driver, the example is a public one."""
+    found = instructions()
+    env = env_of()
+    volume = json.loads(dict(found)["VOLUME"])[0]
+    assert not env["MEMORYROUTER_CACHE_DIR"].startswith(volume)
+    assert env["TMPDIR"] == volume
+    runs = " ".join(rest for word, rest in found if word == "RUN")
+    assert ".prepare()" in runs
+    assert "-c /tmp/build/constraints.txt" in runs and "[postgres]" in runs
+    examples = DOCKERFILE.read_text().split("FROM", 1)[0]
+    assert "MEMORYROUTER_PUBLIC_URL=https://" in examples
+    assert "MEMORYROUTER_DATABASE_URL=postgresql://" in examples
+    ignored = (DOCKERFILE.parent / ".dockerignore").read_text().splitlines()
+    assert "*" in ignored and "!mcp_memoryrouter/" in ignored  # only what COPY names
