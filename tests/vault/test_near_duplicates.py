@@ -67,11 +67,13 @@ def test_dedupe_near_still_stores_an_update_that_says_a_new_detail(vault: Vault)
     assert count(vault) == 2
 
 
-def test_unrelated_text_lists_nothing(vault: Vault) -> None:
-    ingest(vault, "I drive a red car to work")
+def test_only_a_near_text_is_listed(vault: Vault) -> None:
+    (first,) = ingest(vault, "I drive a red car to work")["ids"]
     vault.worker.drain()
-    answer = ingest(vault, "Bought three kilos of apples at the market")
-    assert "similar" not in answer and "skipped" not in answer
+    unrelated = ingest(vault, "Bought three kilos of apples at the market")
+    assert "similar" not in unrelated and "skipped" not in unrelated
+    near = ingest(vault, "I drive a red vehicle to work", "Apples again")
+    assert [s["id"] for s in near["similar"]] == [first]
 
 
 @pytest.mark.parametrize("dedupe", ["fuzzy", 1, None, ["near"]])
