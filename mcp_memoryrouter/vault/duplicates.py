@@ -5,23 +5,26 @@ With an embedding model each text is embedded as the vault embeds a memory (its 
 its text) in one batch, and the vault's nearest vectors are read for each: their cosines are
 the scores. A memory not embedded yet is not found this way (an ingest of at most
 ``EMBED_BEFORE_ACK`` units is embedded before it answers, so the next write finds it).
-Without a model the vault's lexical index proposes candidates and only the same text counts,
-at 1.0.
+Without a model, or when the embedding service fails (the write still succeeds), the vault's
+lexical index proposes candidates and only the same text counts, at 1.0.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_memoryrouter import limits
+from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.vault.rules import near
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
-from mcp_memoryrouter.vault.search.embeddings import Embedder
+from mcp_memoryrouter.vault.search.embeddings import Embedder, Vectors
 from mcp_memoryrouter.vault.search.ranking import query_terms
 from mcp_memoryrouter.vault.search.vectors import VectorQuery, embedding_text
 from mcp_memoryrouter.vault.store import Store
 
+log = logging.getLogger("mcp_memoryrouter.vault.duplicates")
 LEXICAL_CANDIDATES = 10  # without a model: the lexical hits read for the same text
 
 
@@ -41,16 +44,29 @@ def near_duplicates(
     most ``NEAR_DUPLICATES_LISTED``."""
     if not texts:
         return []
+    if embedder is not None:
+        try:
+            vectors = embedder.embed([embedding_text(text, at, at) for text, at in texts])
+        except StoreUnavailable:
+            # an embedding service that fails never fails the write (its rows are queued
+            # and embedded later): the check falls back to the same text
+            log.warning("near-duplicates by the same text only: the embedding service failed")
+        else:
+            return _by_vectors(store, vault_id, embedder, vectors)
+    found: list[list[Found]] = []
+    for text, _ in texts:
+        terms = query_terms(text)
+        hits = store.search_lexical(vault_id, terms, LEXICAL_CANDIDATES, SearchFilter())
+        same = [_found(h, 1.0) for h in hits if near.same_text(text, h.memory.content)]
+        found.append(same[: limits.NEAR_DUPLICATES_LISTED])
+    return found
+
+
+def _by_vectors(
+    store: Store, vault_id: str, embedder: Embedder, vectors: Vectors
+) -> list[list[Found]]:
     everything = SearchFilter()
     wanted = limits.NEAR_DUPLICATES_LISTED
-    if embedder is None:
-        found: list[list[Found]] = []
-        for text, _ in texts:
-            hits = store.search_lexical(vault_id, query_terms(text), LEXICAL_CANDIDATES, everything)
-            same = [_found(h, 1.0) for h in hits if near.same_text(text, h.memory.content)]
-            found.append(same[:wanted])
-        return found
-    vectors = embedder.embed([embedding_text(text, at, at) for text, at in texts])
     found = []
     for vector in vectors:
         query = VectorQuery(embedder.model_id, embedder.dim, vector)

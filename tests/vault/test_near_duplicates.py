@@ -6,12 +6,14 @@ counts, at 1.0. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from mcp_memoryrouter import limits
-from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.vault.search.embeddings import Embedders, Vectors
 from tests.support import Vault
 from tests.vault.embedders import ConceptEmbedder
 
@@ -100,3 +102,22 @@ def test_without_embeddings_only_the_same_text_counts(vault: Vault) -> None:
     skipped = vault.post("/v1/memory/ingest", repeat).json()
     assert skipped["stored"] == 0 and skipped["skipped"][0]["score"] == 1.0
     assert count(vault) == 3
+
+
+class Unreachable(ConceptEmbedder):
+    """An embedding service that does not answer."""
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        raise StoreUnavailable("the embedding service failed: ConnectError")
+
+
+@pytest.mark.parametrize("vault_embedders", [Embedders({"down": Unreachable}, "down")])
+def test_an_embedding_service_that_fails_leaves_the_same_text_check_and_the_write(
+    vault: Vault,
+) -> None:
+    (first,) = ingest(vault, "Ana lives in Porto.")["ids"]
+    again = {"messages": [{"content": "Ana lives in Porto.", "date": "2026-03-01"}]}
+    listed = vault.post("/v1/memory/ingest", again)
+    assert listed.status_code == 202, listed.text
+    assert listed.json()["similar"] == [{"id": first, "score": 1.0}]
+    assert count(vault) == 2
