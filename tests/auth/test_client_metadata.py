@@ -3,7 +3,6 @@ client, served here on loopback (a loopback authorization server accepts http do
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.server.clients import MetadataDocuments
+from tests.support.loopback import Slot, borrowed
 from tests.support.oauth import (
     REDIRECT_URI,
     Browser,
@@ -23,7 +23,6 @@ from tests.support.oauth import (
     call_mcp,
     exchange,
     pkce,
-    serve,
 )
 
 pytestmark = pytest.mark.anyio
@@ -35,9 +34,12 @@ FRAGMENT_REDIRECT = "http://127.0.0.1:7777/callback#"
 def documents() -> Iterator[str]:
     """A loopback site serving /good.json, /mismatch.json, /elsewhere.json, /userinfo.json
     and /fragment.json; its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with borrowed() as slot:
+        yield from _documents(slot)
+
+
+def _documents(slot: Slot) -> Iterator[str]:
+    base = slot.url
 
     def document(name: str, **changes: Any) -> Route:
         async def serve_document(_: Request) -> JSONResponse:
@@ -62,7 +64,7 @@ def documents() -> Iterator[str]:
             document("fragment", redirect_uris=[FRAGMENT_REDIRECT]),
         ]
     )
-    with serve(app, sock):
+    with slot.serving(app, lifespan="on"):
         yield base
 
 

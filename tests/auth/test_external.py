@@ -4,7 +4,6 @@ served on loopback here), bound to vaults by the operator's bindings file."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,14 +25,8 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
-from tests.support.oauth import Clock, OAuthServer, call_mcp, serve
-
-
-def bound_socket() -> tuple[socket.socket, str]:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock, f"http://127.0.0.1:{sock.getsockname()[1]}"
+from tests.support.loopback import borrowed
+from tests.support.oauth import Clock, OAuthServer, call_mcp
 
 
 @dataclass
@@ -54,14 +47,14 @@ def new_key(kid: str) -> RSAKey:
 
 @pytest.fixture
 def idp() -> Iterator[IdentityProvider]:
-    sock, base = bound_socket()
-    provider = IdentityProvider(base, [new_key("k1")])
+    with borrowed() as slot:
+        provider = IdentityProvider(slot.url, [new_key("k1")])
 
-    async def jwks(_: Request) -> JSONResponse:
-        return JSONResponse(KeySet(list(provider.keys)).as_dict(private=False))
+        async def jwks(_: Request) -> JSONResponse:
+            return JSONResponse(KeySet(list(provider.keys)).as_dict(private=False))
 
-    with serve(Starlette(routes=[Route("/jwks.json", jwks)]), sock):
-        yield provider
+        with slot.serving(Starlette(routes=[Route("/jwks.json", jwks)]), lifespan="on"):
+            yield provider
 
 
 def make_vault(data_dir: Path) -> str:
@@ -92,12 +85,12 @@ def external_settings(data_dir: Path, idp: IdentityProvider, base: str) -> Setti
 def external(tmp_path: Path, idp: IdentityProvider) -> Iterator[OAuthServer]:
     key = make_vault(tmp_path)
     write_bindings(tmp_path / "oauth-bindings.json", {"alice": key})
-    sock, base = bound_socket()
-    clock = Clock()
-    server = create_server(external_settings(tmp_path, idp, base), clock=clock)
-    assert server.service is not None
-    with serve(server.app, sock):
-        yield OAuthServer(base, server, server.service, key, clock)
+    with borrowed() as slot:
+        clock = Clock()
+        server = create_server(external_settings(tmp_path, idp, slot.url), clock=clock)
+        assert server.service is not None
+        with slot.serving(server.app, lifespan="on"):
+            yield OAuthServer(slot.url, server, server.service, key, clock)
 
 
 def test_a_bound_token_from_the_issuer_reaches_its_vault_with_its_scopes(
