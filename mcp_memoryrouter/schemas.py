@@ -37,6 +37,16 @@ SURFACES: tuple[Surface, ...] = (
 )  # fmt: skip
 SURFACE_HEADER = "X-MemoryRouter-Surface"
 CLIENT_HEADER = "X-MemoryRouter-Client"
+
+
+def client_label(name: str | None) -> str | None:
+    """A client's name as ``stored_by.client`` keeps it: its printable characters, trimmed,
+    at most ``MAX_CLIENT_NAME_CHARS`` (None when nothing is left). A label, so cleaned
+    rather than refused."""
+    shown = "".join(c for c in name or "" if c.isprintable()).strip()
+    return shown[: limits.MAX_CLIENT_NAME_CHARS].strip() or None
+
+
 Dedupe = Literal["exact", "near"]
 
 

@@ -25,7 +25,6 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
 
-from mcp_memoryrouter import limits
 from mcp_memoryrouter.auth.claims import (
     KEY_INFO_CLAIM,
     VAULT_CLIENT_CLAIM,
@@ -44,7 +43,7 @@ from mcp_memoryrouter.auth.scopes import (
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.mcp_server.budget import ResultBudget
 from mcp_memoryrouter.mcp_server.errors import backend_errors
-from mcp_memoryrouter.schemas import KeyInfo
+from mcp_memoryrouter.schemas import KeyInfo, client_label
 
 _MODE: dict[str, str] = {
     "read": "retrieves but never stores",
@@ -177,16 +176,15 @@ async def bind_call(ctx: Context[Any, Any]) -> VaultBinding:
 def client_name(ctx: Context[Any, Any]) -> str | None:
     """The calling client's name: the one it gave with the call (``clientInfo``: every call
     of the 2026 protocol carries it, a stateless 2025 call none), else the client id of its
-    OAuth grant (a memory key sent as the token has none); cut to what the vault keeps
-    (printable, ``MAX_CLIENT_NAME_CHARS``)."""
+    OAuth grant (a memory key sent as the token has none); as the vault keeps it
+    (``schemas.client_label``)."""
     params = ctx.request_context.session.client_params
     info = None if params is None else params.client_info
     name = None if info is None else info.name
     token = get_access_token()
     if not name and token is not None and KEY_INFO_CLAIM not in (token.claims or {}):
         name = token.client_id
-    shown = "".join(c for c in name or "" if c.isprintable()).strip()
-    return shown[: limits.MAX_CLIENT_NAME_CHARS] or None
+    return client_label(name)
 
 
 Vault = Annotated[VaultBinding, Resolve(bind_call)]

@@ -149,7 +149,9 @@ class VaultAPI:
         if not call.keyed:
             return None
         access = admitted or self._service.authenticate(call.presented())
-        return replace(access, surface=_surface(call.surface), client=_client(call.client))
+        return replace(
+            access, surface=_surface(call.surface), client=schemas.client_label(call.client)
+        )
 
     def _take(self, budgets: RateBuckets, who: str) -> float | None:
         if budgets.blocking:
@@ -466,19 +468,6 @@ def _surface(named: str | None) -> schemas.Surface:
         f"{', '.join(schemas.SURFACES)}, or leave it out (rest)",
         {"field": schemas.SURFACE_HEADER, "allowed": list(schemas.SURFACES)},
     )
-
-
-def _client(named: str | None) -> str | None:
-    """The client a call names: printable text of at most ``MAX_CLIENT_NAME_CHARS``."""
-    if named is None or not named.strip():
-        return None
-    if len(named) > limits.MAX_CLIENT_NAME_CHARS or not named.isprintable():
-        raise InvalidRequest(
-            f"the {schemas.CLIENT_HEADER} header must be printable text of at most "
-            f"{limits.MAX_CLIENT_NAME_CHARS} characters (the client's name)",
-            {"field": schemas.CLIENT_HEADER},
-        )
-    return named.strip()
 
 
 def _tiers(tiers: list[int] | None) -> tuple[Tier, ...] | None:
