@@ -65,3 +65,18 @@ async def test_store_memory_lists_what_it_nearly_repeats(mcp_server: McpServer) 
         )
     assert again["stored"] == 1
     assert again["similar"] == [{"id": first["ids"][0], "score": 1.0}]
+
+
+async def test_store_memory_with_dedupe_near_does_not_store_a_repeat(
+    mcp_server: McpServer,
+) -> None:
+    async with named_client(mcp_server, "auto", "Desk Assistant") as client:
+        first = ok(await client.call_tool("store_memory", {"content": "Ana lives in Porto."}))
+        again = ok(
+            await client.call_tool(
+                "store_memory",
+                {"content": "Ana lives in Porto.", "date": "2026-03-01", "dedupe": "near"},
+            )
+        )
+    assert (again["stored"], again["ids"]) == (0, first["ids"])
+    assert again["skipped"] == [{"index": 0, "id": first["ids"][0], "score": 1.0}]

@@ -23,6 +23,8 @@ class StoreOutput(BaseModel):
     consolidation_suggestion: str | None = None
     # memories already in the vault this text nearly repeats (id, cosine), best first
     similar: list[schemas.Similar] | None = None
+    # with dedupe "near": the text not stored, and the memory it repeats
+    skipped: list[schemas.Skipped] | None = None
 
 
 async def store_memory(
@@ -32,6 +34,10 @@ async def store_memory(
         schemas.Text | None, Field(description="When it happened (ISO); default now.")
     ] = None,
     role: Literal["user", "assistant", "observation"] = "user",
+    dedupe: Annotated[
+        schemas.Dedupe,
+        Field(description="near: skip a text that repeats a kept memory (no new name or number)"),
+    ] = "exact",
 ) -> Annotated[CallToolResult, StoreOutput]:
     secret = find_secret(content)
     if secret is not None:
@@ -44,7 +50,8 @@ async def store_memory(
             schemas.IngestRequest.model_construct(
                 messages=[
                     schemas.IngestMessage.model_construct(role=role, content=content, date=date)
-                ]
+                ],
+                dedupe=dedupe,
             )
         )
     return shaped(
@@ -54,6 +61,7 @@ async def store_memory(
             ids=result.ids,
             consolidation_suggestion=result.reflection.suggestion,
             similar=result.similar,
+            skipped=result.skipped or None,
         )
     )
 
@@ -65,8 +73,7 @@ TOOLS = (
         "Save what the user wants remembered as a raw (tier 1) memory: a fact, preference, "
         "decision or event, as one self-contained statement with absolute dates. Secrets "
         "(passwords, keys, tokens) are refused. Returns the ids stored (or found as "
-        "duplicates), and in similar the memories already kept that say nearly the same "
-        "(id and cosine score): inspect one before storing a correction as a new fact.",
+        "duplicates), and similar: kept memories it nearly repeats.",
         WRITES,
     ),
 )
