@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 import anyio.to_thread
-from pydantic import BaseModel
 
 from mcp_memoryrouter import limits, schemas
-from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.client import Carrier, VaultClient
 from mcp_memoryrouter.errors import Conflict, MemoryRouterError, ModelFailure
 from mcp_memoryrouter.reflect.loop import (
     MAX_BATCHES_PER_TRIGGER,
@@ -46,33 +45,17 @@ from mcp_memoryrouter.reflector.provider import Metered, ProviderFailure, Provid
 
 log = logging.getLogger("mcp_memoryrouter.reflector")
 A = TypeVar("A", contravariant=True)
-M = TypeVar("M", bound=BaseModel)
 INTERNAL_URL = "http://vault.internal"  # never dialled: every call the run makes is carried
 REFUSED_SECONDS = 60.0  # after the store refused a triggered run, writes do not ask again
 QUIET_VAULTS = 10_000  # past this many remembered vaults, the expired ones are forgotten
 
 
-class Vault(Protocol):
+class Vault(Carrier, Protocol):
     """One vault, called in process with the access that woke the reflector
     (``vault.http.inprocess.ActingFor``): a client's carrier, and the run's hold."""
 
     @property
     def vault_id(self) -> str: ...
-
-    def offers(self, method: str, path: str) -> bool: ...
-
-    async def call(
-        self,
-        method: str,
-        path: str,
-        key: str | None,
-        body: BaseModel | None,
-        model: type[M],
-        admitted: object = None,
-        origin: tuple[str | None, str | None] = (None, None),
-    ) -> M: ...
-
-    async def admit(self, key: str) -> tuple[schemas.KeyInfo, object]: ...
 
     def claim(self, holder: str, hold_ms: int, *, triggered: bool) -> int | None: ...
 

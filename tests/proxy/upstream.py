@@ -15,6 +15,8 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from tests.support.upstreams import read_request
+
 ANSWER = "Your dog is called Biscuit, and he loves the beach."
 PIECES = ["Your dog ", "is called ", "Biscuit, ", "and he loves ", "the beach."]
 
@@ -42,20 +44,10 @@ class Upstream:
         return self.received[-1]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            message = await receive()
-            while message["type"] != "lifespan.shutdown":
-                await send({"type": message["type"] + ".complete"})
-                message = await receive()
-            await send({"type": "lifespan.shutdown.complete"})
+        read = await read_request(scope, receive, send)
+        if read is None:
             return
-        body = b""
-        more = True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        headers, body = read
         path, query = scope["path"], scope["query_string"].decode()
         self.received.append(Received(path, query, headers, body))
         request = json.loads(body) if body else {}

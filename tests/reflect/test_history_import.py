@@ -20,8 +20,6 @@ from click.testing import CliRunner, Result
 
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.cli import main
-from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.errors import TransportFailure
 from mcp_memoryrouter.transfer.history import History, read_history, session_id
 from mcp_memoryrouter.transfer.importer import MAX_REQUEST_BYTES, history_requests
 from tests.support.reflect import (
@@ -31,6 +29,7 @@ from tests.support.reflect import (
     CLAUDE_STORED,
     GPT_2,
     Served,
+    connection_dropped_after_one_ingest,
     stored,
 )
 
@@ -95,22 +94,9 @@ def test_the_same_file_imported_again_stores_nothing(served: Served) -> None:
 def test_an_interrupted_import_run_again_stores_only_the_rest(
     served: Served, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    real_ingest = VaultClient.ingest
-    calls = 0
-
-    async def cut_after_the_first_request(
-        self: VaultClient, body: schemas.IngestRequest
-    ) -> schemas.IngestResponse:
-        nonlocal calls
-        calls += 1
-        if calls > 1:
-            raise TransportFailure("the connection dropped")
-        return await real_ingest(self, body)
-
     # 600 messages: a request of 500, then one of 100
     export = write(tmp_path / "c.json", [_conversation(f"c{n}", 6) for n in range(100)])
-    with monkeypatch.context() as patch:
-        patch.setattr(VaultClient, "ingest", cut_after_the_first_request)
+    with connection_dropped_after_one_ingest(monkeypatch):
         cut = run(served, "--from", "claude", str(export))
     assert cut.exit_code == 1 and "the connection dropped" in cut.output
     assert served.stats()["total_memories"] == 500  # the first request went through

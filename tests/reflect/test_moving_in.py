@@ -39,15 +39,12 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from mcp_memoryrouter import schemas
 from mcp_memoryrouter.cli import main
-from mcp_memoryrouter.client import VaultClient
-from mcp_memoryrouter.errors import TransportFailure
 from mcp_memoryrouter.reflect.cli import commands
 from mcp_memoryrouter.transfer import moving
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import StoreFactory, live_server, make_vault
-from tests.support.reflect import Served, stored
+from tests.support.reflect import Served, connection_dropped_after_one_ingest, stored
 from tests.vault.embedders import ConceptEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "moving"
@@ -87,7 +84,7 @@ def by_meaning(served: Served, query: str) -> list[str]:
     return [str(m["content"]) for m in body["memories"] if m["score"] == top]
 
 
-def refused_whole(served: Served, product: str, path: Path, *named: str) -> None:
+def assert_refused_whole(served: Served, product: str, path: Path, *named: str) -> None:
     """Refused before anything is sent, naming what is wrong: the vault stays empty."""
     result = run(served, "import", "--from", product, str(path))
     assert result.exit_code == 1, result.output
@@ -172,27 +169,15 @@ def test_a_malformed_graph_is_refused_naming_its_line_and_nothing_is_sent(
     lines = GRAPH.read_text().split("\n")
     broken = tmp_path / "memory.jsonl"
     broken.write_text("\n".join([*lines[:2], '{"type":"entity","name":"Ana"', *lines[2:]]))
-    refused_whole(served, "server-memory", broken, "memory.jsonl, line 3", "not JSON")
+    assert_refused_whole(served, "server-memory", broken, "memory.jsonl, line 3", "not JSON")
     missing = tmp_path / "missing.jsonl"
     missing.write_text("\n".join([*lines, '{"type":"relation","from":"Ana","to":"Acme"}']))
-    refused_whole(served, "server-memory", missing, "line 7", "relationType")
+    assert_refused_whole(served, "server-memory", missing, "line 7", "relationType")
 
 
 def test_an_interrupted_import_run_again_stores_only_the_rest(
     served: Served, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    real_ingest = VaultClient.ingest
-    calls = 0
-
-    async def cut_after_the_first_request(
-        self: VaultClient, body: schemas.IngestRequest
-    ) -> schemas.IngestResponse:
-        nonlocal calls
-        calls += 1
-        if calls > 1:
-            raise TransportFailure("the connection dropped")
-        return await real_ingest(self, body)
-
     # 300 entities of one observation: 600 memories, a request of 500 then one of 100
     graph = tmp_path / "memory.jsonl"
     entity = {"type": "entity", "entityType": "person"}
@@ -202,8 +187,7 @@ def test_an_interrupted_import_run_again_stores_only_the_rest(
             for n in range(300)
         )
     )
-    with monkeypatch.context() as patch:
-        patch.setattr(VaultClient, "ingest", cut_after_the_first_request)
+    with connection_dropped_after_one_ingest(monkeypatch):
         cut = run(served, "import", "--from", "server-memory", str(graph))
     assert cut.exit_code == 1 and "the connection dropped" in cut.output
     assert served.stats()["total_memories"] == 500
@@ -311,18 +295,18 @@ def test_a_malformed_mem0_export_is_refused_naming_the_memory_or_line(
     value["results"][2]["created_at"] = "last tuesday"
     bad_date = tmp_path / "get_all.json"
     bad_date.write_text(json.dumps(value))
-    refused_whole(served, "mem0", bad_date, "memory 3", "created_at", "last tuesday")
+    assert_refused_whole(served, "mem0", bad_date, "memory 3", "created_at", "last tuesday")
     lines = (FIXTURES / "openmemory-memories.jsonl").read_text().splitlines()
     lines[1] = lines[1][:40]
     cut = tmp_path / "memories.jsonl"
     cut.write_text("\n".join(lines))
-    refused_whole(served, "mem0", cut, "memories.jsonl, line 2", "not JSON")
+    assert_refused_whole(served, "mem0", cut, "memories.jsonl, line 2", "not JSON")
     pretty = (
         (FIXTURES / "mem0-get-all.json").read_text().replace('"memory": "Likes', '"memory" "Likes')
     )
     (tmp_path / "pretty.json").write_text(pretty)
     line = pretty[: pretty.index('"memory" "Likes')].count("\n") + 1
-    refused_whole(served, "mem0", tmp_path / "pretty.json", f"pretty.json, line {line}")
+    assert_refused_whole(served, "mem0", tmp_path / "pretty.json", f"pretty.json, line {line}")
 
 
 # --- basic-memory -------------------------------------------------------------------------
@@ -360,9 +344,9 @@ def test_a_note_with_broken_front_matter_is_refused_naming_file_and_line(
     notes = tmp_path / "notes"
     shutil.copytree(FIXTURES / "basic-memory", notes)
     (notes / "broken.md").write_text("---\ntitle: Broken\ntags: [a, b\n---\n\nBody\n")
-    refused_whole(served, "basic-memory", notes, "broken.md, line", "not YAML")
+    assert_refused_whole(served, "basic-memory", notes, "broken.md, line", "not YAML")
     (notes / "broken.md").write_text("---\ntitle: Never closed\n\nBody\n")
-    refused_whole(served, "basic-memory", notes, "broken.md, line 1", "never closed")
+    assert_refused_whole(served, "basic-memory", notes, "broken.md, line 1", "never closed")
 
 
 # --- Letta --------------------------------------------------------------------------------
@@ -427,7 +411,7 @@ def test_a_malformed_agent_file_is_refused_naming_its_line(served: Served, tmp_p
     text = (folder / "sam.af").read_text().replace('"blocks": [', '"blocks": [,', 1)
     (folder / "sam.af").write_text(text)
     line = text[: text.index('"blocks": [,')].count("\n") + 1
-    refused_whole(served, "letta", folder, f"sam.af, line {line}", "not JSON")
+    assert_refused_whole(served, "letta", folder, f"sam.af, line {line}", "not JSON")
 
 
 # --- out: markdown ------------------------------------------------------------------------
@@ -535,7 +519,7 @@ def test_openmemory_zip_without_its_files_is_refused(served: Served, tmp_path: P
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("readme.txt", "nothing")
     empty.write_bytes(buffer.getvalue())
-    refused_whole(served, "mem0", empty, "export.zip", "memories.json")
+    assert_refused_whole(served, "mem0", empty, "export.zip", "memories.json")
 
 
 def test_the_command_offers_every_product_the_readers_know() -> None:

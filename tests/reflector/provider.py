@@ -20,6 +20,8 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from tests.support.upstreams import read_request
+
 MEMORY_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T[0-9:.]+Z)\] (.*)$")
 TOKENS_IN, TOKENS_OUT = 1234, 56  # the usage every "ok" answer reports
 
@@ -49,20 +51,10 @@ class Provider:
         return [r.prompt for r in self.received]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            message = await receive()
-            while message["type"] != "lifespan.shutdown":
-                await send({"type": message["type"] + ".complete"})
-                message = await receive()
-            await send({"type": "lifespan.shutdown.complete"})
+        read = await read_request(scope, receive, send)
+        if read is None:
             return
-        raw = b""
-        more = True
-        while more:
-            message = await receive()
-            raw += message.get("body", b"")
-            more = message.get("more_body", False)
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        headers, raw = read
         request = Request(scope["path"], headers, json.loads(raw))
         self.received.append(request)
         status, body, extra = await self._answer(request)

@@ -10,15 +10,19 @@ import shlex
 import sys
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
+from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
+from mcp_memoryrouter.errors import TransportFailure
 from mcp_memoryrouter.reflect.models import CommandModel
 from tests.reflect.model_program import RECORD_SEPARATOR
 from tests.support import Vault
@@ -243,3 +247,24 @@ BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 
 EVERY = SEPARATORS + CONTROLS + BIDI
+
+
+@contextmanager
+def connection_dropped_after_one_ingest(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Within: the first ingest request goes through, every later one fails as a dropped
+    connection does (an import cut half-way)."""
+    real_ingest = VaultClient.ingest
+    calls = 0
+
+    async def cut_after_the_first_request(
+        self: VaultClient, body: schemas.IngestRequest
+    ) -> schemas.IngestResponse:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise TransportFailure("the connection dropped")
+        return await real_ingest(self, body)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(VaultClient, "ingest", cut_after_the_first_request)
+        yield
