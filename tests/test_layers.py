@@ -27,7 +27,7 @@ ROOT = "mcp_memoryrouter"
 LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
         [
-            *["", "errors", "limits", "tokens", "private", "accesslog", "abilities"],
+            *["", "errors", "limits", "tokens", "private", "accesslog", "abilities", "words"],
             # the HTTP edge: loopback, a request's Host and Origin, bodies, whole answers,
             # token buckets, CORS, what gives a relayed request away
             "edge",

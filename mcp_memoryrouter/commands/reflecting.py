@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from mcp_memoryrouter import limits, schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import MemoryRouterError
+from mcp_memoryrouter.words import counted
 
 M = TypeVar("M", bound=BaseModel)
 # a run is at most three batches, each up to two provider calls
@@ -47,11 +48,13 @@ def _described(state: schemas.ServerReflector) -> str:
     ]
     if state.last_run is not None:
         lines.append(
-            f"last run: {state.last_run}, {state.last_outcome}, {state.last_batches} batch(es), "
-            f"{state.last_reflections} reflection(s)"
+            f"last run: {state.last_run}, {state.last_outcome}, "
+            f"{counted(state.last_batches, 'batch', 'batches')}, "
+            f"{counted(state.last_reflections, 'reflection', 'reflections')}"
         )
     if state.last_error is not None:
-        lines.append(f"last error: {state.last_error} ({state.failures} failure(s) in a row)")
+        failures = counted(state.failures, "failure", "failures")
+        lines.append(f"last error: {state.last_error} ({failures} in a row)")
     if state.next_run_after is not None:
         lines.append(f"no run on the suggestion before {state.next_run_after}")
     return "\n".join(lines)

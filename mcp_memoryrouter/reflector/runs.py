@@ -42,6 +42,7 @@ from mcp_memoryrouter.reflect.loop import (
     run_triggered,
 )
 from mcp_memoryrouter.reflector.provider import Metered, ProviderFailure, ProviderModel
+from mcp_memoryrouter.words import counted
 
 log = logging.getLogger("mcp_memoryrouter.reflector")
 A = TypeVar("A", contravariant=True)
@@ -267,7 +268,9 @@ def _answer(ran: Ran) -> schemas.ConsolidateRunResponse:
     reflections = sum(b.reflections for b in committed)
     memories = sum(b.memories for b in committed)
     message = (
-        f"{len(committed)} batch(es) committed: {reflections} reflection(s) of {memories} memories"
+        f"{counted(len(committed), 'batch', 'batches')} committed: "
+        f"{counted(reflections, 'reflection', 'reflections')} of "
+        f"{counted(memories, 'memory', 'memories')}"
         if committed
         else report.message or _NOTHING.get(report.stopped, report.stopped)
     )
@@ -300,7 +303,7 @@ def _logged(vault_id: str, ran: Ran, done: tuple[int, int], wait: float) -> None
         return
     stopped = "?" if ran.report is None else ran.report.stopped
     log.info(
-        "reflector: vault %s: %d batch(es), %d reflection(s), stopped: %s",
+        "reflector: vault %s: batches %d, reflections %d, stopped: %s",
         vault_id,
         *done,
         stopped,

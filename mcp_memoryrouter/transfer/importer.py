@@ -30,6 +30,7 @@ from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import Conflict, InvalidRequest
 from mcp_memoryrouter.transfer.archive import Archive, Numbered, ReflectionGroup
 from mcp_memoryrouter.transfer.history import History
+from mcp_memoryrouter.words import counted
 
 MAX_MESSAGES_PER_REQUEST = 500
 MAX_MARK_IDS = limits.MAX_DELETE_IDS  # ids the vault takes per import-consolidated request
@@ -86,11 +87,6 @@ async def _require_empty(client: VaultClient) -> None:
             "Plain message lines, and chat histories, import into any vault.",
             {"memories": held},
         )
-
-
-def counted(n: int, one: str, many: str) -> str:
-    """``1 memory``, ``0 memories``: the number and the word that agrees with it."""
-    return f"{n} {one if n == 1 else many}"
 
 
 @dataclass

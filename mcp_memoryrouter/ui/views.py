@@ -10,6 +10,7 @@ from datetime import date, timedelta
 from typing import Literal
 
 from mcp_memoryrouter import schemas
+from mcp_memoryrouter.words import counted
 
 CHART_HEIGHT = 120
 CHART_MAX_BARS = 400  # past this, empty buckets are left out of the chart
@@ -114,14 +115,14 @@ def gauges(debt: schemas.Reflection) -> tuple[Gauge, Gauge]:
             "Moments waiting to be consolidated",
             raw.importance_equiv,
             debt.threshold_importance,
-            f"{raw.units} moments, about {raw.est_tokens} tokens",
+            f"{counted(raw.units, 'moment', 'moments')}, about {raw.est_tokens} tokens",
         ),
         Gauge(
             "tier2-debt",
             "Reflections waiting to be consolidated",
             tier2.importance,
             debt.threshold_importance,
-            f"{tier2.count} reflections, about {tier2.est_tokens} tokens",
+            f"{counted(tier2.count, 'reflection', 'reflections')}, about {tier2.est_tokens} tokens",
         ),
     )
 

@@ -65,7 +65,7 @@ def test_the_command_consolidates_now_and_turns_the_reflector_off(
         code, output = consolidate(served, "server-reflector", "on", "--json")
         assert code == 0 and json.loads(output)["enabled"] is True
         code, output = consolidate(served, "consolidate-now")
-        assert code == 0 and "1 reflection(s) of 10 memories" in output
+        assert code == 0 and "1 batch committed: 1 reflection of 10 memories" in output
 
 
 def test_without_a_reflector_the_answer_says_so(tmp_path: Path) -> None:

@@ -87,7 +87,7 @@ def test_with_the_servers_reflector_a_button_consolidates_a_new_vault_now(
         section.get_by_role("button", name="Consolidate now").click()
         page.wait_for_url(server.base + "/ui")
         expect(page.get_by_role("status").first).to_contain_text(
-            "Consolidated now: 1 batch(es) committed: 1 reflection(s) of 3 memories"
+            "Consolidated now: 1 batch committed: 1 reflection of 3 memories"
         )
         expect(page.locator('dd[data-tier="2"]')).to_have_text("1")
         [reflection] = api(

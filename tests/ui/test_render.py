@@ -161,6 +161,15 @@ def test_a_gauge_reaches_at_least_its_threshold_and_is_low_below_half() -> None:
     assert raw.detail == "0 moments, about 0 tokens"
 
 
+def test_a_gauge_counts_one_moment_and_one_reflection_in_the_singular() -> None:
+    debt = dry({}, {}).reflection.model_copy(deep=True)
+    debt.unconsolidated.raw.units, debt.unconsolidated.raw.est_tokens = 1, 9
+    debt.unconsolidated.tier2.count, debt.unconsolidated.tier2.est_tokens = 1, 18
+    raw, tier2 = views.gauges(debt)
+    assert raw.detail == "1 moment, about 9 tokens"
+    assert tier2.detail == "1 reflection, about 18 tokens"
+
+
 @pytest.mark.parametrize(
     ("fields", "paged", "said"),
     [

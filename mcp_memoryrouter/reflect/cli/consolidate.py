@@ -26,6 +26,7 @@ from mcp_memoryrouter.reflect.home import default_home
 from mcp_memoryrouter.reflect.loop import MAX_FAILURES_IN_A_ROW, RunReport, backfill, waiting
 from mcp_memoryrouter.reflect.models import ChatModel, CommandModel, Model, model_key_from
 from mcp_memoryrouter.reflect.trigger import SourceTier
+from mcp_memoryrouter.words import counted
 
 
 def run_reflect(
@@ -194,10 +195,6 @@ def _why_stopped(tier: SourceTier, report: RunReport) -> str:
         f"{left} wait",
         "no_tier_named": "the server's suggestion names no tier this client consolidates",
     }[report.stopped]
-
-
-def counted(number: int, one: str, many: str) -> str:
-    return f"{number} {one if number == 1 else many}"
 
 
 def run_auto(

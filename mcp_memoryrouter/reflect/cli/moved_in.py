@@ -22,11 +22,11 @@ from mcp_memoryrouter.errors import MemoryRouterError
 from mcp_memoryrouter.reflect.cli.options import vault_failure
 from mcp_memoryrouter.reflect.cli.transfer import progress, sending, to_file
 from mcp_memoryrouter.transfer.graph import read_graph, write_graph
-from mcp_memoryrouter.transfer.importer import counted
 from mcp_memoryrouter.transfer.letta import read_letta
 from mcp_memoryrouter.transfer.mem0 import read_mem0
 from mcp_memoryrouter.transfer.moving import Moved, MoveReport, import_moved
 from mcp_memoryrouter.transfer.notes import read_notes, write_notes
+from mcp_memoryrouter.words import counted
 
 _READERS: dict[str, Callable[[Path], Moved]] = {
     "server-memory": read_graph,

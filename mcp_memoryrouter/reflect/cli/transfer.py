@@ -25,11 +25,11 @@ from mcp_memoryrouter.transfer.chat_export import looks_like_zip, read_export
 from mcp_memoryrouter.transfer.export import export_vault
 from mcp_memoryrouter.transfer.history import History, Source
 from mcp_memoryrouter.transfer.importer import (
-    counted,
     import_archive,
     import_history,
     plan_history,
 )
+from mcp_memoryrouter.words import counted
 
 
 def run_import(api_url: str, key: str, file: Path, source: str, as_json: bool) -> None:
