@@ -68,16 +68,17 @@ esac
 model_cmd=${MEMORYROUTER_MODEL_CMD:-$model_cmd}
 
 # Detached: its own session where setsid exists, stdin and output away from the host's pipes
-# (which it waits on), so the run outlives the session that ends.
+# (which it waits on), so the run outlives the session that ends. The line is logged and the
+# environment set here, before the run starts, and the one process started in the background
+# is the detached run itself: a host that ends the hook's processes when the hook exits cannot
+# catch the run half-started (a loaded CI run once showed the log folder made, no line logged).
 detach=
 command -v setsid >/dev/null 2>&1 && detach=setsid
-(
-  MEMORYROUTER_AUTO_RUN=1
-  export MEMORYROUTER_AUTO_RUN
-  unset CLAUDECODE CLAUDE_CODE_SESSION_ID CLAUDE_CODE_CHILD_SESSION CLAUDE_CODE_ENTRYPOINT
-  printf '%s hook (%s, %s): %s auto\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$host" "$event" \
-    "$program" >>"$log" 2>/dev/null
-  exec $detach nohup "$program" auto --model-cmd "$model_cmd" </dev/null >>"$log" 2>&1
-) </dev/null >/dev/null 2>&1 &
+MEMORYROUTER_AUTO_RUN=1
+export MEMORYROUTER_AUTO_RUN
+unset CLAUDECODE CLAUDE_CODE_SESSION_ID CLAUDE_CODE_CHILD_SESSION CLAUDE_CODE_ENTRYPOINT
+printf '%s hook (%s, %s): %s auto\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$host" "$event" \
+  "$program" >>"$log" 2>/dev/null
+$detach nohup "$program" auto --model-cmd "$model_cmd" </dev/null >>"$log" 2>&1 &
 
 exit 0
