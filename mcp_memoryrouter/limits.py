@@ -60,6 +60,14 @@ LEASE_SECONDS = 900  # a checkout's lease
 ENTRIES_MIN, ENTRIES_MAX = 1, 100  # entries a commit holds
 ENTRIES_RECOMMENDED = "5-10"
 ENTRY_CHARS_MIN, ENTRY_CHARS_MAX = 1, 8_000  # an entry's text, after trimming
+# --- the second reflection contract (docs/consolidation.md#contract-2) -------------------
+CONTRACTS = (1, 2)  # checkout's "contract": 1 (the default, unchanged) or 2
+RELATED_MAX = 8  # existing reflections a version-2 checkout shows, labelled R1, R2, ...
+RELATED_LABEL = r"^R[1-9][0-9]?$"  # how a label reads; the model names them in "replaces"
+CITES_MAX = 50  # batch lines one entry may cite
+KINDS = ("preference",)  # an entry's "kind": a lasting preference or instruction
+PREFERENCES_TOKENS = 300  # prepare's block of current preferences, before what it retrieved
+SUPERSEDED_CHAIN_MAX = 16  # replacements followed from a superseded row to the current one
 SAMPLED_BATCH_TOKENS = 12_000  # a batch reflect_memories asks the host's model to reflect on
 SAMPLED_ANSWER_TOKENS = 8_192  # and what it lets that model write for one batch
 

@@ -136,6 +136,12 @@ TokenLimit = Annotated[StrictInt | float, BeforeValidator(_number)]
 ContextLimit = Annotated[StrictInt, Field(ge=1, le=limits.CONTEXT_LIMIT_MAX), WHOLE]
 PrepareTokens = Annotated[StrictInt, Field(ge=1, le=limits.PREPARE_MAX_TOKENS), WHOLE]
 Order = Literal["newest_first", "oldest_first"]
+Kind = Literal["preference"]  # limits.KINDS
+Kinds = Annotated[list[Kind], Field(min_length=1, max_length=len(limits.KINDS))]
+# Version 2 of the reflection contract (docs/consolidation.md#contract-2)
+Contract = Annotated[Literal[1, 2], WHOLE]
+Label = Annotated[Text, Field(pattern=limits.RELATED_LABEL)]
+Line = Annotated[StrictInt, Field(ge=1), WHOLE]
 AsOf = Annotated[
     Text | None,
     Field(
@@ -233,6 +239,8 @@ class DateSearchRequest(_Request):
 
 class CheckoutRequest(_Request):
     tier: Annotated[Literal[1, 2], WHOLE]
+    # 2: the contract also shows the related reflections the vault holds, labelled R1, R2, ...
+    contract: Contract = 1
     max_tokens: TokenLimit | None = None
     session_id: SessionId | None = None
     embeddings: Text | None = None
@@ -249,6 +257,31 @@ class EntryIn(_Request):
         ),
     ]
     importance: Annotated[Importance, Field(description="1 routine ... 10 defining.")]
+    replaces: (
+        Annotated[
+            list[Label],
+            Field(
+                max_length=limits.RELATED_MAX,
+                description="Contract 2: the labels (R1, R2, ...) of the reflections the checkout "
+                "showed that this entry changes or contradicts.",
+            ),
+        ]
+        | None
+    ) = None
+    cites: (
+        Annotated[
+            list[Line],
+            Field(
+                max_length=limits.CITES_MAX,
+                description="The batch lines (1-based, in the checkout's order) this entry draws on.",
+            ),
+        ]
+        | None
+    ) = None
+    kind: Annotated[
+        Kind | None,
+        Field(description='"preference": a lasting preference or instruction.'),
+    ] = None
 
 
 Entries = Annotated[

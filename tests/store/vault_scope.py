@@ -40,6 +40,8 @@ VAULT_COLUMN = {
     "usage_events": "vault_id",
     "postings": "vault_id",
     "reflector_runs": "vault_id",
+    "batch_related": "vault_id",
+    "evidence": "vault_id",
 }
 # Tables only the PostgreSQL store has (SQLite's BM25 index lives in memory, over FTS5).
 POSTGRES_ONLY = {"postings"}

@@ -315,7 +315,7 @@ class VaultAPI:
         session: str | None = None,
         model: str | None = None,
     ) -> schemas.CommitResponse:
-        entries = [Entry(e.text, e.importance) for e in body.entries]
+        entries = [entry_of(e) for e in body.entries]
         outcome, counters = self._service.commit(
             access,
             body.batch_id,
@@ -334,7 +334,7 @@ class VaultAPI:
                 parse_moment(body.covers.from_, field="covers.from"),
                 parse_moment(body.covers.to, field="covers.to"),
             )
-        entries = [Entry(e.text, e.importance) for e in body.entries]
+        entries = [entry_of(e) for e in body.entries]
         created, counters = self._service.import_reflections(
             access, body.tier, entries, body.source_ids, covers, body.sources_deleted
         )
@@ -490,3 +490,14 @@ def _prepare_query(body: schemas.PrepareRequest) -> tuple[str, str | None]:
     last = body.messages[-limits.PREPARE_QUERY_MESSAGES :]
     query = "\n\n".join(f"[{m.role.upper()}] {m.content}" for m in last)
     return query, last[-1].content
+
+
+def entry_of(body: schemas.EntryIn) -> Entry:
+    """A committed entry as the vault reads it (what contract 2 adds, when given)."""
+    return Entry(
+        body.text,
+        body.importance,
+        tuple(body.replaces or ()),
+        tuple(body.cites or ()),
+        body.kind,
+    )

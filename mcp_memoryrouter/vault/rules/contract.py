@@ -7,6 +7,7 @@ integrations can pin behaviour against it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from mcp_memoryrouter.errors import InvalidRequest
@@ -137,5 +138,5 @@ def check_entries(entries: Sequence[Entry]) -> list[Entry]:
                 f"importance must be an integer from {IMPORTANCE_MIN} to {IMPORTANCE_MAX}",
                 {"field": f"entries[{index}].importance"},
             )
-        checked.append(Entry(text, entry.importance))
+        checked.append(replace(entry, text=text))
     return checked

@@ -11,6 +11,7 @@ Tier = Literal[1, 2, 3]
 SourceTier = Literal[1, 2]
 Role = Literal["user", "assistant", "system", "observation"]
 WriteMode = Literal["full", "write"]  # how a key that stores was presented (``:write``)
+Kind = Literal["preference"]  # an entry's kind (limits.KINDS): a lasting preference
 UsageKind = Literal["storage", "retrieval", "deletion", "provider_input", "provider_output"]
 # what the server's reflector sent its model provider and received back, metered apart from
 # the vault's own calls (``UsageResponse.reflector``) under this endpoint
@@ -104,6 +105,17 @@ class Memory:
     support: Support | None = None
     # what stored it, when the reader asked for it (None: not asked, or stored before kept)
     stored_by: Writer | None = None
+    # a reflection a later one replaced (None: current, or not asked), and its kind
+    superseded: Superseded | None = None
+    kind: Kind | None = None
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """When a reflection stopped being current (ms) and the id of the one that replaced it."""
+
+    at: int
+    by: str
 
 
 @dataclass(frozen=True)
@@ -237,8 +249,14 @@ class Backlog:
 
 @dataclass(frozen=True)
 class Entry:
+    """A committed reflection. Contract 2 adds the labels of the shown reflections it
+    replaces, the batch lines (1-based) it cites, and its kind."""
+
     text: str
     importance: int
+    replaces: tuple[str, ...] = ()
+    cites: tuple[int, ...] = ()
+    kind: Kind | None = None
 
 
 @dataclass(frozen=True)

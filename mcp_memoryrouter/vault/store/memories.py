@@ -160,6 +160,10 @@ def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool = False)
         tx.run(f"DELETE FROM memories WHERE seq {seq_test}", seqs)
         parent_test, parents = tx.among([r[1] for r in rows])
         tx.run(f"DELETE FROM lineage WHERE parent_id {parent_test}", parents)
+        tx.run(
+            f"DELETE FROM evidence WHERE vault_id = ? AND reflection_id {parent_test}",
+            [vault_id, *parents],
+        )
     if plan.returned:
         seq_test, seqs = tx.among([r[0] for r in plan.returned])
         tx.run(f"UPDATE memories SET consolidated = 0 WHERE seq {seq_test}", seqs)
@@ -191,6 +195,8 @@ def wipe(tx: Tx, vault_id: str) -> int:
         "DELETE FROM batch_sources WHERE batch_id IN (SELECT id FROM batches WHERE vault_id = ?)",
         (vault_id,),
     )
+    tx.run("DELETE FROM batch_related WHERE vault_id = ?", (vault_id,))
+    tx.run("DELETE FROM evidence WHERE vault_id = ?", (vault_id,))
     tx.run("DELETE FROM batches WHERE vault_id = ?", (vault_id,))
     assignments = ", ".join(f"{column} = 0" for column in COUNTERS)
     tx.run(f"UPDATE vaults SET {assignments} WHERE id = ?", (vault_id,))

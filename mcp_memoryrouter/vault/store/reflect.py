@@ -113,9 +113,9 @@ def checkout(
             session_id,
         ),
     )
-    tx.many(
-        "INSERT INTO batch_sources (batch_id, memory_id) VALUES (?, ?)",
-        [(batch_id, c.id) for c in chosen],
+    tx.many(  # each source's line: its place in the checkout's text, what "cites" names
+        "INSERT INTO batch_sources (batch_id, memory_id, line) VALUES (?, ?, ?)",
+        [(batch_id, c.id, line) for line, c in enumerate(chosen, 1)],
     )
     test, ids = tx.among([c.id for c in chosen])
     tx.run(
