@@ -273,7 +273,7 @@ class EntryIn(_Request):
             list[Line],
             Field(
                 max_length=limits.CITES_MAX,
-                description="The batch lines (1-based, in the checkout's order) this entry draws on.",
+                description="The batch lines (1-based, in the checkout's order) it draws on.",
             ),
         ]
         | None
