@@ -301,11 +301,13 @@ def create_server(
     clock: Callable[[], float] = time.time,
     documents: DocumentFetching | None = None,
 ) -> Server:
-    """``clock`` (seconds) is what the authorization server issues and checks tokens by;
-    ``documents`` how it fetches client ID metadata documents (default: from the internet)."""
+    """``clock`` (seconds) is the server's time: what the vault dates writes and runs leases
+    by, what the server's reflector waits its cooldown and backoff by, what the authorization
+    server issues and checks tokens by; ``documents`` how it fetches client ID metadata
+    documents (default: from the internet)."""
     keyless_on_this_machine_only(settings)
     writable_data_dir(settings.data_dir)  # 0700, whatever the umask (see private.py); writable
-    service, vault_app = serve_vault(settings)
+    service, vault_app = serve_vault(settings, clock)
     try:
         return _serve(settings, service, vault_app, clock, documents)
     except BaseException:
@@ -333,12 +335,14 @@ def keyless_on_this_machine_only(settings: Settings) -> None:
         )
 
 
-def serve_vault(settings: Settings) -> tuple[VaultService | None, FastAPI | None]:
-    """The vault this process serves and its REST app; none when MEMORYROUTER_API_URL names
-    a vault served elsewhere."""
+def serve_vault(
+    settings: Settings, clock: Callable[[], float] = time.time
+) -> tuple[VaultService | None, FastAPI | None]:
+    """The vault this process serves and its REST app, on ``clock`` (seconds); none when
+    MEMORYROUTER_API_URL names a vault served elsewhere."""
     if settings.api_url:
         return None, None
-    service, kind = build_service(settings)
+    service, kind = build_service(settings, clock=lambda: int(clock() * 1000))
     try:
         return service, create_vault_app(settings, service=service, store_kind=kind)
     except BaseException:
@@ -359,7 +363,7 @@ def _serve(
     documents: DocumentFetching | None = None,
 ) -> Server:
     client = vault_client(settings, vault_app)
-    reflector = server_reflector(settings, vault_app)
+    reflector = server_reflector(settings, vault_app, clock)
     policy = load_policy()
     default_key = local_key(settings, service) if settings.auth == "none" else None
     binder = Binder(client, policy, ResultBudget(settings.mcp_result_tokens), default_key)
@@ -414,9 +418,11 @@ def _serve(
     return Server(observed(settings, served, app, vault_app), client, service, oauth)
 
 
-def server_reflector(settings: Settings, vault_app: FastAPI | None) -> ServerReflector[Any] | None:
+def server_reflector(
+    settings: Settings, vault_app: FastAPI | None, clock: Callable[[], float] = time.time
+) -> ServerReflector[Any] | None:
     """With MEMORYROUTER_REFLECTOR_URL, the server's reflector, the consolidator of the
-    vault's front (docs/reflector.md); without, none."""
+    vault's front (docs/reflector.md), waiting by ``clock`` (seconds); without, none."""
     if not settings.reflector_url:
         return None
     if vault_app is None:
@@ -441,7 +447,9 @@ def server_reflector(settings: Settings, vault_app: FastAPI | None) -> ServerRef
         settings.reflector_timeout_seconds,
     )
     timing = Timing(settings.reflector_cooldown_seconds, settings.reflector_backoff_seconds)
-    reflector = ServerReflector(ProviderModel(provider), in_process(vault_app).acting_for, timing)
+    reflector = ServerReflector(
+        ProviderModel(provider), in_process(vault_app).acting_for, timing, clock=clock
+    )
     front_of(vault_app).consolidator = reflector
     return reflector
 

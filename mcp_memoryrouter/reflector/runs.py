@@ -111,13 +111,18 @@ class ServerReflector(Generic[A]):
         model: ProviderModel,
         vault_of: Callable[[A], Vault],
         timing: Timing | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``clock`` (seconds) is what this process waits a vault's cooldown or backoff by
+        (the store's hold, by the vault's own clock, stays the authority)."""
         self._model = model
+        self._clock = clock
         self._vault_of = vault_of
         self.timing = timing or Timing()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._busy: set[str] = set()  # vaults this process runs now
-        # vaults a write need not wake before then (monotonic seconds): the cooldown or the
+        # vaults a write need not wake before then (``clock`` seconds): the cooldown or the
         # backoff this process set, or a while after the store refused a run (another
         # replica's, or the vault turned off), so that writes past the threshold do not
         # each ask the store; the store's hold stays the one authority
@@ -161,7 +166,7 @@ class ServerReflector(Generic[A]):
         vault_id = vault.vault_id
         if vault_id in self._busy or self._loop is None:
             return
-        if self._quiet.get(vault_id, 0.0) > time.monotonic():
+        if self._quiet.get(vault_id, 0.0) > self._clock():
             return
         self._busy.add(vault.vault_id)
         task = self._loop.create_task(self._triggered(vault))
@@ -219,7 +224,7 @@ class ServerReflector(Generic[A]):
         return ran
 
     def _quiet_for(self, vault_id: str, seconds: float) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if len(self._quiet) >= QUIET_VAULTS:
             self._quiet = {v: until for v, until in self._quiet.items() if until > now}
         self._quiet[vault_id] = now + seconds

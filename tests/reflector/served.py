@@ -16,7 +16,7 @@ from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
 from tests.reflector.provider import Provider
-from tests.support import live_server
+from tests.support import Clock, live_server
 
 PROVIDER_KEY = "sk-reflector-secret-7d2a91"
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -56,6 +56,7 @@ class Reflecting:
     key: str
     provider: Provider
     service: VaultService
+    clock: Clock  # the server's: a test moves it past a backoff or a lease
 
     def http(self, key: str | None = None) -> httpx2.Client:
         headers = {"Authorization": f"Bearer {key or self.key}"}
@@ -91,7 +92,7 @@ class Reflecting:
     def another_vault(self) -> Reflecting:
         """The same server, acting with a new vault's key."""
         key, _ = self.service.create_vault()
-        return Reflecting(self.url, key, self.provider, self.service)
+        return Reflecting(self.url, key, self.provider, self.service, self.clock)
 
     def stats(self) -> dict[str, Any]:
         body: dict[str, Any] = self.get("/v1/memory/stats")
@@ -129,9 +130,10 @@ def reflecting(
     settings: Settings, provider: Provider, key: str | None = None
 ) -> Iterator[Reflecting]:
     """A server on loopback; its vault's key is ``key``, else a new vault's."""
-    server = create_server(settings)
+    clock = Clock()
+    server = create_server(settings, clock=clock)
     assert server.service is not None
     if key is None:
         key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
-        yield Reflecting(url, key, provider, server.service)
+        yield Reflecting(url, key, provider, server.service, clock)

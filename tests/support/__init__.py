@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,20 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+class Clock:
+    """Real time (seconds) plus an offset a test can move forward: a server's clock
+    (``create_server(settings, clock=...)``)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
 
 
 class FakeClock:

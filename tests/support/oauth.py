@@ -37,22 +37,10 @@ from mcp_memoryrouter.app import Server, create_server
 from mcp_memoryrouter.auth.server.clients import DocumentFetching
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
+from tests.support import Clock
 from tests.support.loopback import borrowed
 
 REDIRECT_URI = "http://127.0.0.1:7777/callback"
-
-
-class Clock:
-    """Real time plus an offset a test can move forward."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.offset += seconds
 
 
 @dataclass
