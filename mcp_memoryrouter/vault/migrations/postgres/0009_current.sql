@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS evidence (
     vault_id       text COLLATE "C" NOT NULL,
     rank           integer NOT NULL,
     score          real NOT NULL,
-    cited          boolean NOT NULL DEFAULT false,
+    cited          integer NOT NULL DEFAULT 0,
     PRIMARY KEY (reflection_id, memory_id)
 );
 CREATE INDEX IF NOT EXISTS evidence_memory ON evidence (memory_id);
