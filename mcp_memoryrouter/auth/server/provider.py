@@ -49,7 +49,14 @@ from mcp_memoryrouter.auth.server.grants import GrantTokenVerifier, key_still_ac
 from mcp_memoryrouter.auth.server.signing import GRANT_CLAIM, TokenKeys
 from mcp_memoryrouter.auth.state.database import off_loop
 from mcp_memoryrouter.auth.state.sealing import SealedElsewhere, Sealer
-from mcp_memoryrouter.auth.state.store import AuthStore, Grant, PendingRequest, digest
+from mcp_memoryrouter.auth.state.store import (
+    AuthStore,
+    Grant,
+    Issued,
+    PendingRequest,
+    Spent,
+    digest,
+)
 from mcp_memoryrouter.client import VaultClient
 
 CODE_SECONDS = 60
@@ -267,12 +274,9 @@ class EmbeddedProvider:
         return await self._db(partial(self._exchange_code, authorization_code))
 
     def _exchange_code(self, authorization_code: GrantCode) -> OAuthToken:
-        if not self.store.use_code(authorization_code.code):
-            self.store.revoke_grant(authorization_code.grant_id)
-            raise TokenError("invalid_grant", "authorization code already used")
         grant = self.store.grant(authorization_code.grant_id)
         assert grant is not None
-        return self._issue(grant, grant.scopes)
+        return self._issue(grant, grant.scopes, ("code", authorization_code.code))
 
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
@@ -306,29 +310,30 @@ class EmbeddedProvider:
         refresh_token: GrantRefreshToken,
         scopes: list[str],
     ) -> OAuthToken:
-        grant, key = await self._db(partial(self._spend_refresh, refresh_token))
+        grant, key = await self._db(partial(self._refreshed_grant, refresh_token))
         if not await key_still_accepted(self._vault, key):
             await self._db(partial(self.store.revoke_grant, grant.id))
             raise TokenError(
                 "invalid_grant",
                 "the memory key this connection was made with was revoked",
             )
-        return await self._db(partial(self._issue, grant, [s for s in scopes if s in grant.scopes]))
+        granted = [s for s in scopes if s in grant.scopes]
+        spent = ("refresh", refresh_token.token)
+        return await self._db(partial(self._issue, grant, granted, spent))
 
-    def _spend_refresh(self, refresh_token: GrantRefreshToken) -> tuple[Grant, str]:
-        """The grant and its memory key, the refresh token spent (or refused, and its
-        family revoked when it was spent already)."""
+    def _refreshed_grant(self, refresh_token: GrantRefreshToken) -> tuple[Grant, str]:
+        """The grant and its memory key (the token is spent when the new ones are kept)."""
         grant = self.store.grant(refresh_token.grant_id)
         assert grant is not None
         key = self._sealer.unseal(grant.sealed_key)
         if key is None:  # before anything is spent or revoked: the replicas' keys differ
             raise SealedElsewhere
-        if not self.store.use_refresh(refresh_token.token):
-            self.store.revoke_grant(refresh_token.grant_id)
-            raise TokenError("invalid_grant", "refresh token already used")
         return grant, key
 
-    def _issue(self, grant: Grant, scopes: list[str]) -> OAuthToken:
+    def _issue(self, grant: Grant, scopes: list[str], spent: tuple[Spent, str]) -> OAuthToken:
+        """New tokens for ``grant``, the code or refresh token ``spent`` for them in the same
+        transaction as the new refresh token is kept; a secret spent already is a reuse,
+        and revokes the grant (the whole refresh-token family)."""
         now = int(self.clock())
         access = self._signer.sign(
             {
@@ -344,10 +349,11 @@ class EmbeddedProvider:
             }
         )
         refresh = secrets.token_urlsafe(32)
-        self.store.save_refresh(
-            refresh, grant.id, grant.scopes, now + self._lifetimes.refresh_seconds
-        )
-        self.store.note_use(grant.id, now)  # the explorer's "last used" of connected apps
+        issued = Issued(refresh, grant.id, grant.scopes, now + self._lifetimes.refresh_seconds, now)
+        if not self.store.spend_for(*spent, issued):
+            self.store.revoke_grant(grant.id)
+            what = "authorization code" if spent[0] == "code" else "refresh token"
+            raise TokenError("invalid_grant", f"{what} already used")
         return OAuthToken(
             access_token=access,
             token_type="Bearer",

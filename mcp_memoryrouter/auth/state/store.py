@@ -17,11 +17,35 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mcp_memoryrouter.auth.state.database import AUTH_MIGRATIONS, Database, PostgresPool, Row
 
 AUTH_DB_FILE = "auth.sqlite3"
+
+
+Spent = Literal["code", "refresh"]
+# Spending a one-time secret: one UPDATE whose row count decides (see the module's doc)
+_SPEND: dict[Spent, str] = {
+    "code": "UPDATE oauth_codes SET used = 1 WHERE digest = ? AND used = 0",
+    "refresh": "UPDATE oauth_refresh_tokens SET used = 1 WHERE digest = ? AND used = 0",
+}
+_SAVE_REFRESH = "INSERT INTO oauth_refresh_tokens VALUES (?, ?, ?, ?, 0)"
+_NOTE_USE = (
+    "INSERT INTO oauth_grant_uses VALUES (?, ?) ON CONFLICT (grant_id) DO UPDATE "
+    "SET used_at = excluded.used_at"
+)
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A refresh token issued for a grant (kept by its digest), and when."""
+
+    token: str
+    grant_id: str
+    scopes: list[str]
+    exp: float
+    now: float
 
 
 def digest(secret: str) -> str:
@@ -259,12 +283,7 @@ class AuthStore:
 
     def note_use(self, grant_id: str, now: float) -> None:
         """The grant got tokens (a code exchanged, a refresh): its app was in use now."""
-        self._run(
-            "INSERT INTO oauth_grant_uses VALUES (?, ?) ON CONFLICT (grant_id) DO UPDATE "
-            "SET used_at = excluded.used_at",
-            grant_id,
-            now,
-        )
+        self._run(_NOTE_USE, grant_id, now)
 
     def connections(self, vault_ref: str, now: float) -> list[Connection]:
         """The apps connected to this vault, and to no other: each client whose unrevoked
@@ -337,19 +356,23 @@ class AuthStore:
 
     def use_code(self, code: str) -> bool:
         """Mark a code used; False when it already was (a replay)."""
-        return (
-            self._run("UPDATE oauth_codes SET used = 1 WHERE digest = ? AND used = 0", digest(code))
-            == 1
-        )
+        return self._run(_SPEND["code"], digest(code)) == 1
 
     def save_refresh(self, token: str, grant_id: str, scopes: list[str], exp: float) -> None:
-        self._run(
-            "INSERT INTO oauth_refresh_tokens VALUES (?, ?, ?, ?, 0)",
-            digest(token),
-            grant_id,
-            " ".join(scopes),
-            exp,
-        )
+        self._run(_SAVE_REFRESH, digest(token), grant_id, " ".join(scopes), exp)
+
+    def spend_for(self, spent: Spent, secret: str, issued: Issued) -> bool:
+        """Spend a code or a refresh token and keep the refresh token issued for it, in one
+        transaction: a database that fails between the two leaves the old one unspent (the
+        client tries it again), never spent with nothing kept in its place, which the retry
+        would take for a reuse and revoke the grant. False when it was spent already."""
+        with self._db.atomic() as tx:
+            if tx.run(_SPEND[spent], digest(secret)) != 1:
+                return False
+            scopes = " ".join(issued.scopes)
+            tx.run(_SAVE_REFRESH, digest(issued.token), issued.grant_id, scopes, issued.exp)
+            tx.run(_NOTE_USE, issued.grant_id, issued.now)
+        return True
 
     def refresh(self, token: str) -> RefreshRow | None:
         row = self._one(
@@ -366,8 +389,7 @@ class AuthStore:
 
     def use_refresh(self, token: str) -> bool:
         """Mark a refresh token used (rotation); False when it already was (a reuse)."""
-        sql = "UPDATE oauth_refresh_tokens SET used = 1 WHERE digest = ? AND used = 0"
-        return self._run(sql, digest(token)) == 1
+        return self._run(_SPEND["refresh"], digest(token)) == 1
 
     # sign-in with an identity provider -----------------------------------------------------
 
