@@ -127,9 +127,11 @@ class Slot:
             self._run(span.startup())
             self.state = span.state
         self.app = app
+        _lent[self.url] = self
         try:
             yield self.url
         finally:
+            _lent.pop(self.url, None)
             try:
                 if span is not None:
                     self._run(span.shutdown())
@@ -137,6 +139,17 @@ class Slot:
                 self._run(self._drain())
                 self.app = None
                 self.state = {}
+
+    def quiet(self, seconds: float) -> None:
+        """Once no request is in flight: every ASGI call the server began has returned."""
+        self._run(self._quiet(seconds))
+
+    async def _quiet(self, seconds: float) -> None:
+        tasks = self._server.server_state.tasks
+        deadline = time.monotonic() + seconds
+        while tasks:
+            assert time.monotonic() < deadline, f"requests still running after {seconds} s"
+            await asyncio.sleep(0.002)
 
     async def _drain(self) -> None:
         """Close every connection, as a stopping uvicorn does: idle ones now, busy ones once
@@ -161,7 +174,14 @@ class Slot:
 
 
 _idle: list[Slot] = []
+_lent: dict[str, Slot] = {}  # by URL
 _lock = threading.Lock()
+
+
+def quiet(url: str, seconds: float = 10.0) -> None:
+    """Wait until the server lent at ``url`` has no request in flight: what an app does
+    after its response has gone (a proxied turn stored, a background task) is done then."""
+    _lent[url].quiet(seconds)
 
 
 @contextmanager

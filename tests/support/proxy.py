@@ -18,6 +18,7 @@ from google.genai import types
 from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.vault.service import VaultService
 from tests.proxy.upstream import Upstream
+from tests.support import loopback
 
 
 @dataclass
@@ -52,11 +53,12 @@ class Proxied:
         return rows
 
     def settled(self, count: int) -> list[dict[str, Any]]:
-        """The raw memories, checked to stay ``count`` for a while (nothing more arrives)."""
-        for _ in range(10):
-            rows = self.stored()
-            assert len(rows) == count, [r["content"] for r in rows]
-            time.sleep(0.05)
+        """The raw memories, checked to be ``count`` once the server has no request in
+        flight: a proxied turn is stored before its request's ASGI call returns, so nothing
+        more can arrive after that."""
+        loopback.quiet(self.url)
+        rows = self.stored()
+        assert len(rows) == count, [r["content"] for r in rows]
         return rows
 
     def stored(self, key: str | None = None) -> list[dict[str, Any]]:
