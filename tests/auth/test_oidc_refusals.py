@@ -11,7 +11,6 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,7 +24,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_memoryrouter.auth.signin.oidc import Identity, admitted, check_claims
-from tests.support import live_server
+from mcp_memoryrouter.edge.ratelimit import TokenBuckets
+from tests.support import live_server, rate_limits
 from tests.support.oauth import (
     OAuthServer,
     authorize_url,
@@ -82,25 +82,42 @@ class Provider:
         )
 
 
-@pytest.fixture
-def provider() -> Iterator[Provider]:
+@pytest.fixture(scope="module")
+def shared(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Provider, OAuthServer, list[TokenBuckets]]]:
+    """One provider double and one server signing in with it for the module (building a
+    server costs half a second): each test gets the double as new and every rate limit
+    full; a test that counts vaults counts what it made."""
     double = Provider()
     with live_server(double.app()) as url:
         double.issuer = url
-        yield double
+        with oauth_server_at(
+            tmp_path_factory.mktemp("oidc"),
+            signin="oidc",
+            oidc_issuer=double.issuer,
+            oidc_client_id=CLIENT_ID,
+            oidc_client_secret=SECRET,
+            oidc_allowed_domains=["example.org"],
+        ) as running:
+            yield double, running, rate_limits(running.server.app)
 
 
 @pytest.fixture
-def server(tmp_path: Path, provider: Provider) -> Iterator[OAuthServer]:
-    with oauth_server_at(
-        tmp_path,
-        signin="oidc",
-        oidc_issuer=provider.issuer,
-        oidc_client_id=CLIENT_ID,
-        oidc_client_secret=SECRET,
-        oidc_allowed_domains=["example.org"],
-    ) as running:
-        yield running
+def provider(shared: tuple[Provider, OAuthServer, list[TokenBuckets]]) -> Provider:
+    double, _, _ = shared
+    double.claims, double.sign_with_stranger, double.codes = {}, False, []
+    return double
+
+
+@pytest.fixture
+def server(
+    shared: tuple[Provider, OAuthServer, list[TokenBuckets]], provider: Provider
+) -> Iterator[OAuthServer]:
+    _, running, limits = shared
+    yield running
+    for buckets in limits:
+        buckets._buckets.clear()
 
 
 def good_claims(provider: Provider, sent_nonce: str, **changes: Any) -> dict[str, Any]:
@@ -172,6 +189,7 @@ def test_a_good_token_signs_in_and_reaches_consent(server: OAuthServer, provider
 def test_a_token_that_does_not_check_out_is_refused_with_why(
     server: OAuthServer, provider: Provider, change: dict[str, Any], says: str
 ) -> None:
+    vaults = server.service.vault_count()
     with httpx2.Client(timeout=30) as http:
         state, nonce = to_provider(server, http)
         provider.claims = good_claims(provider, nonce, **change)
@@ -180,7 +198,7 @@ def test_a_token_that_does_not_check_out_is_refused_with_why(
         assert "Sign-in refused" in back.text and says in back.text, back.text
         assert "Nothing was shared" in back.text
         assert http.get(server.base + "/oauth/consent").status_code != 200
-    assert server.service.vault_count() == 1  # no vault was made for anyone refused
+    assert server.service.vault_count() == vaults  # no vault was made for anyone refused
 
 
 def test_a_token_signed_by_a_key_the_provider_does_not_publish_is_refused(

@@ -13,7 +13,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_memoryrouter.app import create_server
 from mcp_memoryrouter.config import Settings
-from tests.support import live_server
+from mcp_memoryrouter.edge.ratelimit import TokenBuckets
+from mcp_memoryrouter.vault.service import VaultService
+from tests.support import live_server, rate_limits
 from tests.support.api import assert_envelope
 from tests.support.mcp import text_of
 
@@ -26,7 +28,16 @@ class Running:
     key: str
 
 
-def serve(data_dir: Path, per_minute: int = 600, burst: int | None = None) -> Iterator[Running]:
+@dataclass
+class Served:
+    """One server for the module's tests of the same settings; each test has a vault."""
+
+    url: str
+    service: VaultService
+    limits: list[TokenBuckets]
+
+
+def serve(data_dir: Path, per_minute: int = 600, burst: int | None = None) -> Iterator[Served]:
     settings = Settings(
         data_dir=data_dir,
         embeddings="none",
@@ -35,20 +46,37 @@ def serve(data_dir: Path, per_minute: int = 600, burst: int | None = None) -> It
     )
     server = create_server(settings)
     assert server.service is not None
-    key, _ = server.service.create_vault()
     with live_server(server.app, lifespan="on") as url:
-        yield Running(url, key)
+        yield Served(url, server.service, rate_limits(server.app))
+
+
+def running_on(served: Served) -> Iterator[Running]:
+    """The module's server with a vault of the test's own, every rate limit full again after."""
+    key, _ = served.service.create_vault()
+    yield Running(served.url, key)
+    for buckets in served.limits:
+        buckets._buckets.clear()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serve(tmp_path_factory.mktemp("limits"))
+
+
+@pytest.fixture(scope="module")
+def served_throttled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serve(tmp_path_factory.mktemp("throttled"), per_minute=1, burst=3)
 
 
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[Running]:
-    yield from serve(tmp_path)
+def running(served: Served) -> Iterator[Running]:
+    yield from running_on(served)
 
 
 @pytest.fixture
-def throttled(tmp_path: Path) -> Iterator[Running]:
+def throttled(served_throttled: Served) -> Iterator[Running]:
     """Three requests per key, then one a minute: no test waits that long."""
-    yield from serve(tmp_path, per_minute=1, burst=3)
+    yield from running_on(served_throttled)
 
 
 def ingest_body(size: int) -> bytes:
