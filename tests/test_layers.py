@@ -139,6 +139,7 @@ PURE = [
     "abilities",
     "vault.rules",
     "vault.search.ranking",
+    "vault.search.features",
     "proxy.formats",
     "proxy.events",
     "proxy.options",

@@ -1,21 +1,26 @@
 """Hybrid retrieval: the store's BM25 and vector candidates, fused, smoothed over neighbours,
-then the sources of relevant reflections lifted, and what matched neither a query word nor the
-model's relevance floor left out. The ranking rules are pure
-(:mod:`.search.ranking`); this module runs them over a store, for search, prepare and date
-search alike."""
+then the sources of relevant reflections lifted, re-ranked by the learned ranker when the
+package ships one (:mod:`.search.learned`), and what matched neither a query word nor the
+model's relevance floor left out. The ranking rules are pure (:mod:`.search.ranking`); this
+module runs them over a store, for search, prepare and date search alike."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
 
 from mcp_memoryrouter.vault.rules.domain import ScoredMemory, SearchFilter
 from mcp_memoryrouter.vault.rules.when import Window
+from mcp_memoryrouter.vault.search import learned
 from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.vault.search.features import Candidates
+from mcp_memoryrouter.vault.search.learned import LearnedRanker
 from mcp_memoryrouter.vault.search.ranking import (
     fuse,
     in_time,
     lift_sources,
     newer_first,
+    parent_scores,
     query_terms,
     relevant,
     smooth,
@@ -31,9 +36,17 @@ THREADS = 16  # lexical halves of concurrent searches (started on first use)
 class HybridSearch:
     """Its own threads run the lexical half of a search while the query is embedded."""
 
-    def __init__(self, store: Store, embedders: Embedders) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedders: Embedders,
+        ranker: LearnedRanker | Literal["shipped"] | None = "shipped",
+    ) -> None:
+        """``ranker``: the learned ranker to re-rank with; by default the package's file
+        (:func:`learned.load`), None for today's fusion alone."""
         self._store = store
         self._embedders = embedders
+        self.ranker = learned.load() if ranker == "shipped" else ranker
         self._threads = ThreadPoolExecutor(THREADS, thread_name_prefix="lexical-search")
 
     def close(self) -> None:
@@ -53,6 +66,24 @@ class HybridSearch:
         """The ``limit`` best memories for ``query``, with the model ``embeddings`` names
         (the server's default when None; lexical only when the server has none). The vector
         side embeds ``meaning`` when given (prepare's newest message), else ``query``."""
+        found, floor = self.candidates(
+            vault_id, query, limit, where, embeddings, named_time, meaning=meaning
+        )
+        return page(found, floor, limit, self.ranker)
+
+    def candidates(
+        self,
+        vault_id: str,
+        query: str,
+        limit: int,
+        where: SearchFilter,
+        embeddings: str | None,
+        named_time: Window | None = None,
+        *,
+        meaning: str | None = None,
+    ) -> tuple[Candidates, float | None]:
+        """What a search for ``query`` finds before its page is cut (in today's order), and
+        the embedding model's relevance floor."""
         embedder = self._embedders.get(self._embedders.resolve(embeddings))
         depth = max(limit * 3, CANDIDATES)
         terms = query_terms(query)
@@ -74,10 +105,22 @@ class HybridSearch:
                 lexical = pending.result()
         hits = smooth(fuse(lexical, dense, depth), depth)
         parents = [h.memory.id for h in hits if h.memory.tier > 1]
+        lifted: dict[str, float] = {}
         if parents:
             sources = [h.memory.id for h in hits if h.memory.tier < 3]
-            hits = lift_sources(hits, self._store.links(vault_id, parents, sources), depth)
+            links = list(self._store.links(vault_id, parents, sources))
+            lifted = parent_scores(hits, links)
+            hits = lift_sources(hits, links, depth)
         if named_time is not None:
             hits = in_time(hits, named_time)
         floor = None if embedder is None else embedder.relevance_floor
-        return spread(newer_first(relevant(hits, lexical, dense, floor)), limit)
+        return Candidates(query, lexical, dense, hits, lifted, named_time), floor
+
+
+def page(
+    found: Candidates, floor: float | None, limit: int, ranker: LearnedRanker | None
+) -> list[ScoredMemory]:
+    """The ``limit`` hits of ``found`` a search returns: re-ranked by ``ranker`` when there
+    is one, without noise, near ties newer first, spread over stories."""
+    hits = found.ordered if ranker is None else ranker.rerank(found)
+    return spread(newer_first(relevant(hits, found.lexical, found.dense, floor)), limit)

@@ -140,6 +140,19 @@ def smooth(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
 DRILL_WEIGHT = 0.5
 
 
+def parent_scores(
+    hits: Sequence[ScoredMemory], links: Iterable[tuple[str, str]]
+) -> dict[str, float]:
+    """Source id -> the best score among ``hits`` of a reflection built on it (pairs of
+    ``links``, (reflection id, source id), with both ends among ``hits``)."""
+    score = {h.memory.id: h.score or 0.0 for h in hits}
+    parent: dict[str, float] = {}
+    for reflection_id, source_id in links:
+        if reflection_id in score and source_id in score:
+            parent[source_id] = max(parent.get(source_id, 0.0), score[reflection_id])
+    return parent
+
+
 def lift_sources(
     hits: Sequence[ScoredMemory], links: Iterable[tuple[str, str]], limit: int
 ) -> list[ScoredMemory]:
@@ -151,10 +164,7 @@ def lift_sources(
     Reflections keep their own score (a parent lifts its sources, never the reverse).
     """
     score = {h.memory.id: h.score or 0.0 for h in hits}
-    parent: dict[str, float] = {}
-    for reflection_id, source_id in links:
-        if reflection_id in score and source_id in score:
-            parent[source_id] = max(parent.get(source_id, 0.0), score[reflection_id])
+    parent = parent_scores(hits, links)
     lifted = [
         ScoredMemory(h.memory, score[h.memory.id] + DRILL_WEIGHT * parent.get(h.memory.id, 0.0))
         for h in hits
