@@ -35,8 +35,11 @@ async def send_bytes(
 
 
 def error_response(error: MemoryRouterError) -> JSONResponse:
-    """The error envelope with its status (and the header a 401 or a 429 owes its caller)."""
+    """The error envelope with its status (and the header a 401, a 429 or a 503 owes its
+    caller: a 503 names when to try again where its details say, RFC 9110 §10.2.3)."""
     headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else {}
     if isinstance(error, RateLimited):
         headers["Retry-After"] = str(error.details.get("retry_after", 1))
+    elif error.status == 503 and "retry_after" in error.details:
+        headers["Retry-After"] = str(error.details["retry_after"])
     return JSONResponse(error.envelope(), status_code=error.status, headers=headers)

@@ -4,9 +4,11 @@ A request rate shared by /authorize, /token, /revoke, /register and the sign-in 
 pages; a stricter one for /register (each registration is stored); and a body size for every
 POST, checked before the body is parsed. Past a rate, OAuth endpoints answer 429 with an
 RFC 6749 error body and pages a small HTML page, both with ``Retry-After``; past the size,
-413. The client address is the ASGI client host: ``serve`` takes it from forwarding headers
-only when the connection comes from a proxy named in ``MEMORYROUTER_TRUSTED_PROXIES``
-(edge.py), so a client cannot pick a new address, and a new budget, per request.
+413. While the database cannot answer (a restart, a failover), 503 with ``Retry-After`` in
+the same shapes. The client address is the ASGI client host: ``serve`` takes it from
+forwarding headers only when the connection comes from a proxy named in
+``MEMORYROUTER_TRUSTED_PROXIES`` (edge.py), so a client cannot pick a new address, and a new
+budget, per request.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import math
 from dataclasses import dataclass
 
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.edge.body import read_body, replay
 from mcp_memoryrouter.edge.ratelimit import MonotonicMs, TokenBuckets
 from mcp_memoryrouter.edge.responses import send_bytes
+from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.pages.headers import REFUSAL_HEADERS, raw
 
 GUARDED_PATHS = frozenset({"/authorize", "/token", "/revoke", "/register"})
@@ -51,14 +54,15 @@ def buckets(per_minute: int, burst: int, clock: MonotonicMs) -> TokenBuckets | N
 async def refuse(send: Send, status: int, message: str, *, page: bool, wait: int | None) -> None:
     headers = [] if wait is None else [(b"retry-after", str(wait).encode())]
     if page:
-        title = "Too many requests" if status == 429 else "Request too large"
+        titles = {429: "Too many requests", 503: "Try again in a moment"}
+        title = titles.get(status, "Request too large")
         html = f"<!doctype html><title>{title}</title><h1>{title}</h1><p>{message}</p>"
         await send_bytes(send, status, html.encode(), [*HTML_HEADERS, *headers])
         return
     headers.append((b"cache-control", b"no-store"))
     # RFC 6749 §4.1.2.1 / §5.2 error shape, readable by the browser-based clients the
     # endpoints answer cross-origin (the refusal comes before their CORS wrapper)
-    error = "temporarily_unavailable" if status == 429 else "invalid_request"
+    error = "invalid_request" if status == 413 else "temporarily_unavailable"
     body = json.dumps({"error": error, "error_description": message}).encode()
     await send_bytes(send, status, body, [*JSON_HEADERS, *headers])
 
@@ -106,7 +110,21 @@ class Throttled:
                 await refuse(send, 413, text, page=self._page, wait=None)
                 return
             receive = replay(body, receive)
-        await self.app(scope, receive, send)
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except StoreUnavailable as exc:
+            if started:
+                raise
+            wait = int(exc.details.get("retry_after", 1))
+            text = f"The server's database cannot answer right now: retry after {wait} s."
+            await refuse(send, 503, text, page=self._page, wait=wait)
 
 
 def throttled(routes: list[Route], throttle: Throttle) -> list[Route]:

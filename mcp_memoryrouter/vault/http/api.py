@@ -24,6 +24,13 @@ _ERRORS[429]["headers"] = {
         "schema": {"type": "integer", "minimum": 1},
     }
 }
+_ERRORS[503]["headers"] = {
+    "Retry-After": {
+        "description": "Whole seconds to wait while the database cannot answer (a restart "
+        "or a failover): the request changed nothing.",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
 
 
 class VaultApp(FastAPI):

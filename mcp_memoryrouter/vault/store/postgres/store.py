@@ -21,8 +21,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import PoolTimeout
 
 from mcp_memoryrouter.db import Tx
-from mcp_memoryrouter.db.postgres import Conn, PgTx, Pool, pool
-from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.db.postgres import Conn, PgTx, Pool, pool, unavailable
 from mcp_memoryrouter.vault.rules import counters
 from mcp_memoryrouter.vault.rules.date_words import date_words
 from mcp_memoryrouter.vault.rules.domain import (
@@ -138,10 +137,6 @@ def _ingest_outcome(
     return ids, stored, tokens
 
 
-def _unavailable(exc: Exception) -> StoreUnavailable:
-    return StoreUnavailable(f"store unavailable: {type(exc).__name__}")
-
-
 def _conn(tx: Tx) -> Conn:
     assert isinstance(tx, PgTx)
     return tx.conn
@@ -165,7 +160,7 @@ class PostgresStore(Store):
                 url, name="memoryrouter", min_size=pool_min, max_size=pool_max, timeout=timeout
             )
         except psycopg.Error as exc:
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
         self._takes = 0
         self._indexed: set[tuple[str, int]] = set()
         self._index_lock = threading.Lock()
@@ -228,13 +223,13 @@ class PostgresStore(Store):
         raises; retried whole after a deadlock or a serialization failure."""
         for attempt in range(_RETRIES):
             try:
-                with self._pool.connection() as conn:
+                with self._pool.checkout() as conn:
                     return work(conn)
             except pg_errors.TransactionRollback as exc:
                 if attempt == _RETRIES - 1:
-                    raise _unavailable(exc) from exc
+                    raise unavailable(exc) from exc
             except (psycopg.Error, PoolTimeout) as exc:
-                raise _unavailable(exc) from exc
+                raise unavailable(exc) from exc
         raise AssertionError("unreachable")
 
     def _write(self, work: Callable[[Tx], T]) -> T:
@@ -246,11 +241,11 @@ class PostgresStore(Store):
         # One REPEATABLE READ, READ ONLY transaction on one pooled connection for the whole
         # stream: every page is read in the same snapshot (see backup.py).
         try:
-            with self._pool.connection() as conn:
+            with self._pool.checkout() as conn:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 yield from backup.export_all(PgTx(conn), vault_id, limit)
         except (psycopg.Error, PoolTimeout) as exc:
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
 
     # --- search ------------------------------------------------------------------------
 
