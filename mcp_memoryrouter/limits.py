@@ -114,6 +114,14 @@ MAX_DELETE_IDS = 500  # ids per delete-ids request
 NEAR_DUPLICATE_COSINE = 0.90
 NEAR_DUPLICATES_LISTED = 5  # near-duplicates a store answer lists per message, best first
 MAX_CLIENT_NAME_CHARS = 100  # the client name a surface reports (X-MemoryRouter-Client)
+# Each committed entry's own evidence (rules/evidence.py): the uncited sources kept, best
+# first; the score a source needs to be kept, and the best score below which the entry is
+# flagged weakly supported, per scoring (docs/benchmarks.md, "Each entry's own evidence":
+# entries that paraphrase their batch against entries it does not hold, python
+# bench/evidence.py)
+EVIDENCE_MAX = 8
+EVIDENCE_FLOOR_COSINE, WEAK_SUPPORT_COSINE = 0.45, 0.6
+EVIDENCE_FLOOR_LEXICAL, WEAK_SUPPORT_LEXICAL = 0.1, 0.2
 MAX_SOURCE_IDS = 10_000  # sources an imported reflection links to
 
 # --- the MCP tools ----------------------------------------------------------------------
