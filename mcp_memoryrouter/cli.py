@@ -32,6 +32,7 @@ from mcp_memoryrouter.startup import (
     stdio_command,
     withdraw_serving,
 )
+from mcp_memoryrouter.vault.app import ranking
 from mcp_memoryrouter.vault.rules.access import looks_like_key, split_mode
 from mcp_memoryrouter.vault.store.sqlite.owner import StoreInUse
 
@@ -78,6 +79,7 @@ def serve(host: str | None, port: int | None) -> None:
         stdio_command(),
         explorer=settings.ui == "on",
         signin=settings.signin,
+        ranker=None if data_dir is None else ranking(),
     )
     click.echo(banner(where, first, __version__), err=True)
     for line in edge_notes(settings):

@@ -32,6 +32,7 @@ class Listening:
     stdio_command: tuple[str, ...]  # how a local client starts this program's `stdio`
     explorer: bool = True  # the explorer's pages at /ui
     signin: str = "key"  # how people sign in on the OAuth pages: key | oidc
+    ranker: str | None = None  # how search ranks (vault/search/learned.describe), when served here
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ def banner(where: Listening, first: FirstKey | None, version: str) -> str:
         lines.append(f"  explorer      {where.base_url}/ui  (open it in a browser)")
     if where.data_dir is not None:
         lines.append(f"  data          {where.data_dir}")
+    if where.ranker is not None:
+        lines.append(f"  search ranks  {where.ranker}")
     lines += ["", *_first_key_lines(first), *_next_steps(where, _shown_key(first))]
     return "\n".join(lines)
 

@@ -26,6 +26,7 @@ from mcp_memoryrouter.vault.http.ratelimit import (
     TokenBuckets,
 )
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
+from mcp_memoryrouter.vault.search import learned
 from mcp_memoryrouter.vault.search.embeddings import (
     Embedder,
     Embedders,
@@ -70,6 +71,11 @@ def migrate_store(settings: Settings) -> tuple[str, int]:
         return kind, int(getattr(store, "schema_version", 0))
     finally:
         store.close()
+
+
+def ranking() -> str:
+    """How search ranks, for the start line: the package's learned ranker, or fusion."""
+    return learned.describe(learned.load())
 
 
 def embedders_for(settings: Settings) -> Embedders:

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mcp_memoryrouter.startup import Listening, banner
+from mcp_memoryrouter.vault.app import ranking
 from mcp_memoryrouter.vault.hybrid import page
 from mcp_memoryrouter.vault.rules.dates import to_ms
 from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory
@@ -204,3 +206,11 @@ def test_the_floor_drops_a_weak_candidate_no_query_word_matched() -> None:
     kept = [h.memory.id for h in page(found, 0.15, 10, weak)]
     assert "b" not in kept and set(kept) == {"a", "c"}
     assert [h.memory.id for h in page(found, 0.15, 10, None)] == ["a", "b", "c"]
+
+
+def test_serve_says_at_start_how_search_ranks(tmp_path: Path) -> None:
+    where = Listening("http://127.0.0.1:8080", tmp_path, ("x",), ranker=ranking())
+    shipped = learned.load()
+    said = banner(where, None, "1.0")
+    assert f"  search ranks  {learned.describe(shipped)}" in said
+    assert ("learned (" in said) == (shipped is not None)
