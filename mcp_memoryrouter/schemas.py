@@ -330,11 +330,13 @@ class InspectRequest(_Request):
 
 class DeleteIdsRequest(_Request):
     ids: Ids
-    derived: StrictBool = Field(
+    derived: StrictBool | Literal["evidence"] = Field(
         default=False,
-        description="Also delete every reflection, at every tier above, built from any of "
-        "the ids; their other sources return to the unconsolidated pool, so the next "
-        "consolidation rebuilds them without what was forgotten.",
+        description="true: also delete every reflection, at every tier above, built from "
+        'any of the ids; "evidence": only those whose own evidence includes one (a '
+        "reflection with no evidence recorded follows true). Their other sources return to "
+        "the unconsolidated pool, so the next consolidation rebuilds them without what was "
+        "forgotten.",
     )
     dry_run: StrictBool = Field(
         default=False, description="Answer what would go, changing nothing."
@@ -515,6 +517,8 @@ class CheckoutResponse(BaseModel):
 class CreatedReflection(BaseModel):
     id: str
     importance: int
+    # true: no source of its batch supports it well (docs/consolidation.md); absent otherwise
+    weak_support: bool | None = Field(default=None, exclude_if=_omit_none)
 
 
 class CommitResponse(BaseModel):
@@ -581,6 +585,15 @@ class ImportReflectionsResponse(BaseModel):
     reflection: Reflection
 
 
+class EvidenceMark(BaseModel):
+    """A source's place in the inspected reflection's own evidence: its rank (1 first), the
+    score of reflection and source, and whether the entry cited its line."""
+
+    rank: int
+    score: float
+    cited: bool
+
+
 class LineageRow(BaseModel):
     id: str
     tier: TierNumber
@@ -594,6 +607,8 @@ class LineageRow(BaseModel):
     sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
     orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
     stored_by: StoredBy | None = Field(default=None, exclude_if=_omit_none)
+    # a source of the inspected reflection that is part of its own evidence
+    evidence: EvidenceMark | None = Field(default=None, exclude_if=_omit_none)
 
 
 class InspectResponse(BaseModel):
@@ -614,6 +629,17 @@ class InspectResponse(BaseModel):
     next_offset: int | None = Field(default=None, exclude_if=_omit_none)
     consolidated_into: list[LineageRow] | None = Field(default=None, exclude_if=_omit_none)
     stored_by: StoredBy | None = Field(default=None, exclude_if=_omit_none)
+    # a reflection: how many of its sources are its own evidence (listed first), and true
+    # when its best support is weak
+    evidence_total: int | None = Field(default=None, exclude_if=_omit_none)
+    weak_support: bool | None = Field(default=None, exclude_if=_omit_none)
+
+
+class DeleteChoice(BaseModel):
+    """What one way of following derived reflections would take."""
+
+    by_tier: dict[str, list[str]]
+    returned_to_pool: dict[str, int]
 
 
 class DeleteIdsResponse(BaseModel):
@@ -628,6 +654,10 @@ class DeleteIdsResponse(BaseModel):
     dry_run: bool | None = Field(default=None, exclude_if=_omit_none)
     by_tier: dict[str, list[str]] | None = Field(default=None, exclude_if=_omit_none)
     returned_to_pool: dict[str, int] | None = Field(default=None, exclude_if=_omit_none)
+    # a derived dry run: what following lineage (true) and evidence would each take
+    choices: dict[Literal["lineage", "evidence"], DeleteChoice] | None = Field(
+        default=None, exclude_if=_omit_none
+    )
     reflection: Reflection
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from mcp_memoryrouter import limits
 from mcp_memoryrouter.errors import InvalidRequest
 from mcp_memoryrouter.tokens import est_tokens
+from mcp_memoryrouter.vault import evidence
 from mcp_memoryrouter.vault.duplicates import Found, near_duplicates
 from mcp_memoryrouter.vault.hybrid import HybridSearch
 from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
@@ -35,6 +36,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Counters,
     Created,
     DeleteOutcome,
+    Derived,
     EmptyCheckout,
     Entry,
     ExportedMemory,
@@ -384,6 +386,7 @@ class VaultService:
     ) -> tuple[CommitOutcome, Counters]:
         access.require_full()
         checked = contract.check_entries(entries)
+        evidence.check_cites(self._store, access.vault_id, batch_id, checked)
         outcome = self._store.commit(
             access.vault_id,
             batch_id,
@@ -392,6 +395,8 @@ class VaultService:
             self._model_id(embeddings),
             access.writer,
         )
+        default = self._embedders.get(self._embedders.resolve(None))
+        outcome = evidence.record(self._store, default, access.vault_id, outcome, checked)
         if not outcome.already_committed:
             tokens = sum(est_tokens(e.text) for e in checked)
             self._meter(access, UsageEvent("commit", "storage", tokens, session_id))
@@ -473,11 +478,11 @@ class VaultService:
         return found
 
     def delete_ids(
-        self, access: Access, ids: Sequence[str], derived: bool = False, dry_run: bool = False
+        self, access: Access, ids: Sequence[str], derived: Derived = False, dry_run: bool = False
     ) -> tuple[DeleteOutcome, Counters]:
-        """Delete by id; ``derived`` takes what was built from them too (see
-        ``store.memories.plan_delete``). A dry run changes nothing, so a read-only key may
-        ask it."""
+        """Delete by id; ``derived`` takes what was built from them too, or with "evidence"
+        what their evidence supports (see ``store.memories.plan_delete``). A dry run changes
+        nothing, so a read-only key may ask it."""
         if dry_run:
             access.require_read()
         else:

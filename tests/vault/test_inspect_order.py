@@ -38,7 +38,9 @@ def reflect(vault: Vault) -> str:
         # "none": stored without a vector, as a row still waiting for its embedding
         vault.ingest(text, date=date, embeddings="none" if "kitten" in text else "concepts")
     batch = checkout(vault)
-    created = commit(vault, batch["batch_id"], [{"text": REFLECTION, "importance": 6}]).json()
+    done = commit(vault, batch["batch_id"], [{"text": REFLECTION, "importance": 6}])
+    assert done.status_code == 200, done.text
+    created = done.json()
     vault.worker.drain()
     reflection_id: str = created["created"][0]["id"]
     return reflection_id
@@ -51,10 +53,17 @@ def inspect(vault: Vault, memory_id: str, **extra: Any) -> dict[str, Any]:
     return body
 
 
-def test_by_default_sources_stay_in_date_order_without_scores(embedded: Vault) -> None:
+def test_by_default_the_reflections_evidence_comes_first_then_the_rest_by_date(
+    embedded: Vault,
+) -> None:
     top = reflect(embedded)
-    sources = inspect(embedded, top)["sources"]
-    assert [s["content"] for s in sources] == [text for text, _ in SOURCES]
+    found = inspect(embedded, top)
+    sources = found["sources"]
+    contents = [s["content"] for s in sources]
+    assert set(contents[:2]) == {SOURCES[1][0], SOURCES[3][0]}  # car, automobile: evidence
+    assert contents[2:] == [SOURCES[0][0], SOURCES[2][0]]  # the rest of the batch, by date
+    assert [s["evidence"]["rank"] for s in sources[:2]] == [1, 2]
+    assert all("evidence" not in s for s in sources[2:]) and found["evidence_total"] == 2
     assert all("score" not in s for s in sources)
 
 

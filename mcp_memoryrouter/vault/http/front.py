@@ -374,7 +374,7 @@ class VaultAPI:
         self, access: Access, body: schemas.DeleteIdsRequest
     ) -> schemas.DeleteIdsResponse:
         outcome, counters = self._service.delete_ids(access, body.ids, body.derived, body.dry_run)
-        return render.deleted(outcome, counters, listed=body.derived or body.dry_run)
+        return render.deleted(outcome, counters, listed=bool(body.derived) or body.dry_run)
 
     def wipe(self, access: Access) -> schemas.WipeResponse:
         deleted, counters = self._service.wipe(access)

@@ -18,6 +18,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     ExportedMemory,
     KeyRecord,
     Lineage,
+    Mark,
     Memory,
     ReflectorRuns,
     ScoredMemory,
@@ -143,7 +144,10 @@ def committed(outcome: CommitOutcome, counters: Counters) -> schemas.CommitRespo
         already_committed=outcome.already_committed,
         tier=outcome.target_tier,
         created=[
-            schemas.CreatedReflection(id=c.id, importance=c.importance) for c in outcome.created
+            schemas.CreatedReflection(
+                id=c.id, importance=c.importance, weak_support=c.weak_support or None
+            )
+            for c in outcome.created
         ],
         sources_consolidated=outcome.sources_consolidated,
         reflection=reflection(counters),
@@ -183,6 +187,10 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
         truncated = offset + len(found.sources) < present
         scores = found.scores or (None,) * len(found.sources)
         body.sources = [lineage_row(s, x) for s, x in zip(found.sources, scores, strict=True)]
+        for row, mark in zip(body.sources, found.marks, strict=False):
+            row.evidence = evidence_mark(mark)
+        body.evidence_total = found.evidence_total or None
+        body.weak_support = found.weak_support or None
         body.sources_total = found.sources_total
         body.sources_deleted = found.sources_deleted
         body.orphaned = support(m.support).get("orphaned")
@@ -192,6 +200,13 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
     if m.tier < 3:
         body.consolidated_into = [lineage_row(p) for p in found.consolidated_into]
     return body
+
+
+def evidence_mark(mark: Mark | None) -> schemas.EvidenceMark | None:
+    """A source's place in the inspected reflection's own evidence (None: not part of it)."""
+    if mark is None:
+        return None
+    return schemas.EvidenceMark(rank=mark.rank, score=mark.score, cited=mark.cited)
 
 
 def deleted(outcome: DeleteOutcome, counters: Counters, listed: bool) -> schemas.DeleteIdsResponse:
@@ -210,6 +225,14 @@ def deleted(outcome: DeleteOutcome, counters: Counters, listed: bool) -> schemas
         body.dry_run = outcome.dry_run
         body.by_tier = {str(t): list(ids) for t, ids in outcome.by_tier.items()}
         body.returned_to_pool = {str(t): n for t, n in outcome.returned.items()}
+    if outcome.choices:
+        body.choices = {
+            way: schemas.DeleteChoice(
+                by_tier={str(t): list(ids) for t, ids in choice.by_tier.items()},
+                returned_to_pool={str(t): n for t, n in choice.returned.items()},
+            )
+            for way, choice in outcome.choices.items()
+        }
     return body
 
 

@@ -12,6 +12,10 @@ SourceTier = Literal[1, 2]
 Role = Literal["user", "assistant", "system", "observation"]
 WriteMode = Literal["full", "write"]  # how a key that stores was presented (``:write``)
 Kind = Literal["preference"]  # an entry's kind (limits.KINDS): a lasting preference
+# what a delete takes beside the ids: nothing, every reflection built from them (True), or
+# only those whose own evidence includes them ("evidence")
+Derived = bool | Literal["evidence"]
+Follow = Literal["lineage", "evidence"]  # the two ways a dry run shows side by side
 UsageKind = Literal["storage", "retrieval", "deletion", "provider_input", "provider_output"]
 # what the server's reflector sent its model provider and received back, metered apart from
 # the vault's own calls (``UsageResponse.reflector``) under this endpoint
@@ -279,6 +283,8 @@ class EmptyCheckout:
 class Created:
     id: str
     importance: int
+    # no source of its batch supports it well (rules/evidence.py): flagged in the answer
+    weak_support: bool = False
 
 
 @dataclass(frozen=True)
@@ -301,6 +307,21 @@ class Lineage:
     consolidated_into: tuple[Memory, ...] = ()
     # with sources ordered by similarity: each source's cosine to the memory (None: no vector)
     scores: tuple[float | None, ...] = ()
+    # a reflection's own evidence, shown first: each source's place in it (None: the rest of
+    # the batch), how many of its sources are evidence, and whether its support is weak
+    marks: tuple[Mark | None, ...] = ()
+    evidence_total: int = 0
+    weak_support: bool = False
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A source's place in a reflection's evidence: its rank (1 first), the score of entry
+    and source, and whether the entry cited it."""
+
+    rank: int
+    score: float
+    cited: bool
 
 
 @dataclass(frozen=True)
@@ -314,6 +335,17 @@ class DeleteOutcome:
     by_tier: dict[int, tuple[str, ...]] = field(default_factory=dict)
     returned: dict[int, int] = field(default_factory=dict)
     dry_run: bool = False
+    # a derived dry run: what each way of following derived reflections would take
+    # ("lineage", "evidence"): (ids by tier, sources returned by tier)
+    choices: dict[Follow, Choice] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What one way of following derived reflections would take."""
+
+    by_tier: dict[int, tuple[str, ...]]
+    returned: dict[int, int]
 
 
 @dataclass(frozen=True)

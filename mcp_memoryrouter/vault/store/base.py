@@ -12,7 +12,7 @@ keeps in step after deletes (:meth:`Store._forget`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TypeVar
 
@@ -23,13 +23,16 @@ from mcp_memoryrouter.db import Row, Tx
 from mcp_memoryrouter.vault.rules.domain import (
     Backlog,
     Batch,
+    Choice,
     CommitOutcome,
     Counters,
     Created,
     DeleteOutcome,
+    Derived,
     EmptyCheckout,
     Entry,
     ExportedMemory,
+    Follow,
     KeyRecord,
     Lineage,
     Memory,
@@ -45,16 +48,34 @@ from mcp_memoryrouter.vault.rules.domain import (
     UsageLine,
     Writer,
 )
+from mcp_memoryrouter.vault.rules.evidence import Evidence
 from mcp_memoryrouter.vault.rules.selection import Selection
 from mcp_memoryrouter.vault.rules.window import Order, Page
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
-from mcp_memoryrouter.vault.store import backup, memories, reflect, reflector, window
+from mcp_memoryrouter.vault.store import backup, evidence, memories, reflect, reflector, window
 
 T = TypeVar("T")
 _KEYS = (
     "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms, k.id, k.prefix, "
     "k.last_used_ms FROM keys k JOIN vaults v ON v.id = k.vault_id"
 )
+
+
+FOLLOW: tuple[Follow, ...] = ("lineage", "evidence")
+
+
+def _choice(plan: memories.Deletion) -> Choice:
+    """What one plan of a derived dry run would take, by tier."""
+    by_tier: dict[int, list[str]] = {}
+    for row in sorted(plan.gone, key=lambda r: r[1]):
+        by_tier.setdefault(int(row[2]), []).append(row[1])
+    returned: dict[int, int] = {}
+    for row in plan.returned:
+        returned[int(row[2])] = returned.get(int(row[2]), 0) + 1
+    return Choice(
+        {tier: tuple(found) for tier, found in sorted(by_tier.items())},
+        dict(sorted(returned.items())),
+    )
 
 
 def _key(row: Row) -> KeyRecord:
@@ -269,6 +290,27 @@ class Store(ABC):
             lambda tx: reflect.commit(tx, vault_id, batch_id, entries, now_ms, embed_model, writer)
         )
 
+    def batch_lines(self, vault_id: str, batch_id: str) -> int | None:
+        """How many lines the batch's checkout text held (None: no such batch)."""
+        return self._read(lambda tx: evidence.batch_lines(tx, vault_id, batch_id))
+
+    def unrecorded_evidence(
+        self, vault_id: str, batch_id: str, model: str | None
+    ) -> evidence.Unrecorded | None:
+        """A committed batch whose evidence is still to be recorded, its sources with their
+        vectors in ``model`` (see :mod:`.evidence`)."""
+        return self._read(lambda tx: evidence.unrecorded(tx, vault_id, batch_id, model))
+
+    def record_evidence(
+        self,
+        vault_id: str,
+        batch_id: str,
+        found: Mapping[str, Sequence[Evidence]],
+        weak: Mapping[str, bool],
+    ) -> dict[str, bool]:
+        """Record each reflection's evidence and weak flag once: the flags as recorded."""
+        return self._write(lambda tx: evidence.record(tx, vault_id, batch_id, found, weak))
+
     def import_reflections(
         self,
         vault_id: str,
@@ -355,35 +397,37 @@ class Store(ABC):
     # --- deletion ----------------------------------------------------------------------
 
     def delete_ids(
-        self, vault_id: str, ids: Sequence[str], derived: bool = False, dry_run: bool = False
+        self, vault_id: str, ids: Sequence[str], derived: Derived = False, dry_run: bool = False
     ) -> DeleteOutcome:
-        """Delete ``ids`` (with ``derived``, and every reflection built from them); a dry run
-        reads what would go in one snapshot and changes nothing."""
+        """Delete ``ids`` (with ``derived``, and the reflections built from them); a dry run
+        reads what would go in one snapshot and changes nothing, and when derived, shows
+        what following lineage and following evidence would each take."""
+        choices: dict[Follow, Choice] = {}
         if dry_run:
-            plan = self._read(
-                lambda tx: memories.plan_delete(tx, vault_id, ids, derived, lock=False)
-            )
+
+            def plans(tx: Tx) -> list[memories.Deletion]:
+                ways: list[Derived] = [derived, True, "evidence"] if derived else [derived]
+                return [memories.plan_delete(tx, vault_id, ids, way, lock=False) for way in ways]
+
+            plan, *others = self._read(plans)
+            choices = {way: _choice(other) for way, other in zip(FOLLOW, others, strict=False)}
         else:
             plan = self._write(
                 partial(memories.delete_ids, vault_id=vault_id, ids=ids, derived=derived)
             )
             self._forget([row[0] for row in plan.gone])
         asked = set(ids)
-        by_tier: dict[int, list[str]] = {}
-        for row in sorted(plan.gone, key=lambda r: r[1]):
-            by_tier.setdefault(int(row[2]), []).append(row[1])
-        returned: dict[int, int] = {}
-        for row in plan.returned:
-            returned[int(row[2])] = returned.get(int(row[2]), 0) + 1
+        taken = _choice(plan)
         found = sum(1 for row in plan.gone if row[1] in asked)
         return DeleteOutcome(
             requested=len(ids),
             deleted=0 if dry_run else len(plan.gone),
             not_found=len(ids) - found,
             tokens=0 if dry_run else sum(r[3] for r in plan.gone),
-            by_tier={tier: tuple(found_ids) for tier, found_ids in sorted(by_tier.items())},
-            returned=dict(sorted(returned.items())),
+            by_tier=taken.by_tier,
+            returned=taken.returned,
             dry_run=dry_run,
+            choices=choices,
         )
 
     def wipe(self, vault_id: str) -> int:

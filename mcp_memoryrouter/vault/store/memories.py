@@ -12,6 +12,7 @@ from mcp_memoryrouter.vault.rules.date_words import date_words
 from mcp_memoryrouter.vault.rules.domain import (
     Backlog,
     Counters,
+    Derived,
     NewRaw,
     Stats,
     TierTotals,
@@ -76,6 +77,13 @@ def writers_of(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Writer | 
     return {row[0]: writer_from_row(row[1:]) for row in rows}
 
 
+# A derived delete that follows evidence: a reflection goes when its evidence includes the
+# source, or when it has no evidence recorded (older and imported ones) and its lineage does.
+_BY_EVIDENCE = (
+    " AND (EXISTS (SELECT 1 FROM evidence e WHERE e.reflection_id = l.parent_id "
+    "AND e.memory_id = l.child_id) OR NOT EXISTS (SELECT 1 FROM evidence e "
+    "WHERE e.reflection_id = l.parent_id))"
+)
 # (seq, id, tier, tokens, importance, consolidated) of a row a delete takes
 GONE = "SELECT seq, id, tier, tokens, importance, consolidated FROM memories "
 
@@ -89,12 +97,16 @@ class Deletion:
     returned: list[Row]
 
 
-def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: bool) -> Deletion:
+def plan_delete(
+    tx: Tx, vault_id: str, ids: Sequence[str], derived: Derived, lock: bool
+) -> Deletion:
     """The vault's rows among ``ids``; with ``derived`` also every reflection, at every tier
-    above, built from any of them, and the surviving sources of the reflections removed that
-    no live reflection still covers. With ``lock`` (a delete, not a dry run) each level is
-    locked before the reflections above it are read, so a commit racing this delete has
-    either linked its reflection already (and it is found) or waits."""
+    above, built from any of them (``"evidence"``: only those whose own evidence includes
+    one, and those with no evidence recorded, which follow their lineage), and the
+    surviving sources of the reflections removed that no live reflection still covers. With
+    ``lock`` (a delete, not a dry run) each level is locked before the reflections above it
+    are read, so a commit racing this delete has either linked its reflection already (and
+    it is found) or waits."""
     locked = tx.for_update() if lock else ""
     test, params = tx.among(sorted(set(ids)))
     level = tx.all(
@@ -105,7 +117,11 @@ def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: 
         test, params = tx.among([row[1] for row in level])
         # the rows are this vault's, so are the lineage rows naming them (ids are unique
         # across vaults): looked up by child, never by the vault's whole lineage
-        parents = tx.all(f"SELECT DISTINCT parent_id FROM lineage WHERE child_id {test}", params)
+        parents = tx.all(
+            f"SELECT DISTINCT parent_id FROM lineage l WHERE child_id {test}"
+            f"{_BY_EVIDENCE if derived == 'evidence' else ''}",
+            params,
+        )
         new = sorted({p[0] for p in parents} - gone.keys())
         if not new:
             break
@@ -147,7 +163,7 @@ def plan_delete(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool, lock: 
     return Deletion(list(gone.values()), returned)
 
 
-def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str], derived: bool = False) -> Deletion:
+def delete_ids(tx: Tx, vault_id: str, ids: Sequence[str], derived: Derived = False) -> Deletion:
     """Delete the vault's rows among ``ids`` (and with ``derived`` what was built from them,
     see :func:`plan_delete`) from every layer, in this transaction. A deleted reflection
     takes its lineage with it; a deleted source's lineage stays, for inspect to count. The

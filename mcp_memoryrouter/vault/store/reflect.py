@@ -27,6 +27,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     EmptyCheckout,
     Entry,
     Lineage,
+    Mark,
     Memory,
     SourceTier,
     Support,
@@ -35,6 +36,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     new_memory_id,
     reflection_tier,
 )
+from mcp_memoryrouter.vault.store import evidence
 from mcp_memoryrouter.vault.store.sql import (
     MEMORY_COLUMNS,
     WRITER_COLUMNS,
@@ -126,7 +128,10 @@ def checkout(
 
 
 def _replay(batch_id: str, tier: SourceTier, created_json: str, consolidated: int) -> CommitOutcome:
-    created = tuple(Created(item["id"], item["importance"]) for item in json.loads(created_json))
+    created = tuple(
+        Created(item["id"], item["importance"], bool(item.get("weak_support")))
+        for item in json.loads(created_json)
+    )
     return CommitOutcome(
         batch_id, reflection_tier(tier), created, consolidated, already_committed=True
     )
@@ -342,9 +347,12 @@ def with_support(tx: Tx, rows: Sequence[Memory]) -> tuple[Memory, ...]:
 def sources_by_date(
     tx: Tx, vault_id: str, memory_id: str, offset: int, limit: int
 ) -> tuple[Memory, ...]:
+    # the reflection's own evidence first, by rank (store/evidence.py), then the rest by date
     rows = tx.all(
         f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.child_id "
-        "WHERE l.parent_id = ? AND m.vault_id = ? ORDER BY m.date_from, m.id "
+        "LEFT JOIN evidence e ON e.reflection_id = l.parent_id AND e.memory_id = m.id "
+        "WHERE l.parent_id = ? AND m.vault_id = ? "
+        "ORDER BY CASE WHEN e.rank IS NULL THEN 1 ELSE 0 END, e.rank, m.date_from, m.id "
         "LIMIT ? OFFSET ?",
         (memory_id, vault_id, limit, offset),
     )
@@ -369,18 +377,25 @@ def read_lineage(
     limit: int,
     similar: SimilarSources | None = None,
 ) -> Lineage:
-    """A memory with a page of its sources (by date, or with ``similar`` most similar
-    first) and the reflections built from it."""
+    """A memory with a page of its sources (its own evidence first, then by date, or with
+    ``similar`` most similar first) and the reflections built from it."""
     [memory] = with_support(tx, [read_memory(tx, vault_id, memory_id)])
     sources: tuple[Memory, ...] = ()
     scores: tuple[float | None, ...] = ()
     total = deleted = 0
+    marked: dict[str, Mark] = {}
     if memory.support is not None:  # a reflection: its support, as kept on its row
         total, deleted = memory.support.total, memory.support.deleted
-        if similar is not None:
+        marked = evidence.marks(tx, memory_id)
+        if similar is not None and marked:
+            everything = similar(tx, vault_id, memory, 0, total)
+            sources, scores = evidence.first(*everything, marked, offset, limit)
+        elif similar is not None:
             sources, scores = similar(tx, vault_id, memory, offset, limit)
         else:
             sources = sources_by_date(tx, vault_id, memory_id, offset, limit)
     parents = built_from(tx, vault_id, memory_id) if memory.tier < 3 else ()
     sources, parents = with_support(tx, sources), with_support(tx, parents)
-    return Lineage(memory, sources, total, deleted, parents, scores)
+    marks = tuple(marked.get(s.id) for s in sources)
+    weak = memory.tier > 1 and evidence.weak_support(tx, vault_id, memory)
+    return Lineage(memory, sources, total, deleted, parents, scores, marks, len(marked), weak)
