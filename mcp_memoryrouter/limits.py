@@ -121,7 +121,7 @@ MAX_CLIENT_NAME_CHARS = 100  # the client name a surface reports (X-MemoryRouter
 # bench/evidence.py)
 EVIDENCE_MAX = 8
 EVIDENCE_FLOOR_COSINE, WEAK_SUPPORT_COSINE = 0.45, 0.6
-EVIDENCE_FLOOR_LEXICAL, WEAK_SUPPORT_LEXICAL = 0.1, 0.2
+EVIDENCE_FLOOR_LEXICAL, WEAK_SUPPORT_LEXICAL = 0.15, 0.25
 MAX_SOURCE_IDS = 10_000  # sources an imported reflection links to
 
 # --- the MCP tools ----------------------------------------------------------------------
