@@ -6,18 +6,19 @@ every request, and answers as :attr:`Provider.mode` says:
              format's own answer shape, with the format's usage counts
     500      HTTP 500
     429      HTTP 429 with ``Retry-After: 120``
-    slow     an answer after :attr:`Provider.delay` seconds (longer than the server waits)
+    slow     an answer after :attr:`Provider.delay` seconds (longer than the server waits),
+             unless the server hangs up first
     garbage  HTTP 200 whose body is no answer of the format (and then, prose without entries)
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from starlette.types import Receive, Scope, Send
 
 from tests.support.upstreams import read_request
@@ -57,6 +58,8 @@ class Provider:
         headers, raw = read
         request = Request(scope["path"], headers, json.loads(raw))
         self.received.append(request)
+        if self.mode == "slow" and await _gone_within(receive, self.delay):
+            return  # the server stopped waiting: no one to answer
         status, body, extra = await self._answer(request)
         await send(
             {
@@ -74,10 +77,17 @@ class Provider:
             return 429, b'{"error": {"message": "slow down"}}', [(b"retry-after", b"120")]
         if self.mode == "garbage":
             return 200, b'{"unexpected": "shape"}', []
-        if self.mode == "slow":
-            await asyncio.sleep(self.delay)
         answer = shaped(request, json.dumps(entries(request.prompt)), counted=self.counts)
         return 200, json.dumps(answer).encode(), []
+
+
+async def _gone_within(receive: Receive, seconds: float) -> bool:
+    """Whether the client hangs up within ``seconds`` (the request's body is read)."""
+    with anyio.move_on_after(seconds):
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        return True
+    return False
 
 
 def entries(prompt: str) -> list[dict[str, object]]:
