@@ -21,7 +21,7 @@ import numpy as np
 from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.vault.rules import evidence as rules
 from mcp_memoryrouter.vault.rules.domain import CommitOutcome, Entry
-from mcp_memoryrouter.vault.search.embeddings import Embedder, normalize
+from mcp_memoryrouter.vault.search.embeddings import Embedder, Vectors, normalize
 from mcp_memoryrouter.vault.search.vectors import embedding_text
 from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.evidence import Unrecorded, Vector
@@ -53,7 +53,7 @@ def record(
         return outcome
     # A replay's entries may not be the ones committed: only the first commit's cites count.
     cites = {} if outcome.already_committed else _cites(outcome, entries)
-    scored, scoring = _scores(pending, embedder)
+    scored, scoring = _scores(store, pending, embedder)
     found = {
         rid: rules.rank(sources, cites.get(rid, ()), scoring)
         for (rid, _), sources in zip(pending.created, scored, strict=True)
@@ -72,12 +72,12 @@ def _cites(outcome: CommitOutcome, entries: Sequence[Entry]) -> dict[str, tuple[
 
 
 def _scores(
-    pending: Unrecorded, embedder: Embedder | None
+    store: Store, pending: Unrecorded, embedder: Embedder | None
 ) -> tuple[list[list[rules.Scored]], rules.Scoring]:
     """Each created reflection's score against every source, and how they were scored."""
     if embedder is not None and pending.sources:
         try:
-            return _cosines(pending, embedder), "cosine"
+            return _cosines(pending, embedder, _reflections(store, pending, embedder)), "cosine"
         except StoreUnavailable:
             log.warning("evidence scored lexically: the embedding service failed")
     source_words = [rules.words(s.content) for s in pending.sources]
@@ -90,8 +90,20 @@ def _scores(
     ], "lexical"
 
 
-def _cosines(pending: Unrecorded, embedder: Embedder) -> list[list[rules.Scored]]:
-    entries = embedder.embed([embedding_text(text, *pending.covers) for _, text in pending.created])
+def _reflections(store: Store, pending: Unrecorded, embedder: Embedder) -> Vectors:
+    """The created reflections' vectors. Those still queued for this model are embedded from
+    the text the queue holds (what the worker would embed) and stored: the worker has
+    nothing left to do for them, so the commit does the embedding it did, not twice."""
+    ids = [rid for rid, _ in pending.created]
+    queued = store.take_embed_rows(embedder.model_id, ids)
+    if len(queued) == len(ids):  # in the order of the entries, as they were inserted
+        vectors = embedder.embed([p.text for p in queued])
+        store.put_vectors(embedder.model_id, queued, vectors)
+        return vectors
+    return embedder.embed([embedding_text(text, *pending.covers) for _, text in pending.created])
+
+
+def _cosines(pending: Unrecorded, embedder: Embedder, entries: Vectors) -> list[list[rules.Scored]]:
     vectors: list[Vector | None] = [
         s.vector if s.vector is not None and s.vector.shape[0] == embedder.dim else None
         for s in pending.sources

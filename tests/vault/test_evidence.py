@@ -239,6 +239,9 @@ def test_with_a_model_evidence_is_found_by_meaning_also_before_sources_are_embed
     assert [m for m, _, _ in evidence_rows(embedded, car)] == [ids[0]]
     assert [m for m, _, _ in evidence_rows(embedded, doctor)] == [ids[1]]
     assert all("weak_support" not in c for c in done["created"])
+    # the reflections were embedded to be scored, and their vectors kept: nothing queued
+    assert embedded.sql("SELECT count(*) FROM embed_queue")[0][0] == 0
+    assert embedded.sql("SELECT count(*) FROM vectors")[0][0] == 4
 
 
 def test_the_bound_of_evidence_per_entry_holds(vault: Vault) -> None:

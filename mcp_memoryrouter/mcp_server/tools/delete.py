@@ -3,7 +3,7 @@ phrase."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
@@ -27,6 +27,8 @@ class DeleteOutput(BaseModel):
     by_tier: dict[str, list[str]] | None = None  # ids that went (would go) at each tier
     ids_omitted: int = 0  # ids of by_tier left out to fit the result budget
     returned_to_pool: dict[str, int] | None = None  # sources back in the pool, per tier
+    # a derived dry run: what following lineage (true) and evidence would each take
+    choices: dict[str, schemas.DeleteChoice] | None = None
 
 
 class ForgetOutput(BaseModel):
@@ -37,10 +39,10 @@ async def delete_memories(
     vault: Vault,
     ids: schemas.Ids,
     derived: Annotated[
-        bool,
+        bool | Literal["evidence"],
         Field(
-            description="Also delete every reflection built from these; their other sources "
-            "are consolidated again."
+            description='Also delete every reflection built from these ("evidence": only '
+            "those whose evidence includes them); their other sources are consolidated again."
         ),
     ] = False,
     dry_run: Annotated[bool, Field(description="List what would go; change nothing.")] = False,
@@ -50,7 +52,14 @@ async def delete_memories(
             schemas.DeleteIdsRequest.model_construct(ids=ids, derived=derived, dry_run=dry_run)
         )
     listed = done.by_tier or {}
-    most = max((len(ids) for ids in listed.values()), default=0)
+    most = max(
+        (
+            len(ids)
+            for tiers in [listed, *(c.by_tier for c in (done.choices or {}).values())]
+            for ids in tiers.values()
+        ),
+        default=0,
+    )
 
     def build(k: int) -> CallToolResult:
         """The answer with at most ``k`` ids of each tier listed (the rest counted)."""
@@ -65,6 +74,15 @@ async def delete_memories(
                 by_tier=shown if done.by_tier is not None else None,
                 ids_omitted=sum(len(ids) - len(shown[t]) for t, ids in listed.items()),
                 returned_to_pool=done.returned_to_pool,
+                choices=None
+                if done.choices is None
+                else {
+                    way: schemas.DeleteChoice(
+                        by_tier={t: ids[:k] for t, ids in choice.by_tier.items()},
+                        returned_to_pool=choice.returned_to_pool,
+                    )
+                    for way, choice in done.choices.items()
+                },
             )
         )
 

@@ -38,6 +38,8 @@ class LineageMemory(BaseModel):
     sources_deleted: int | None = None
     orphaned: bool | None = None  # every source deleted
     stored_by: schemas.StoredBy | None = None  # what stored it (None: before it was kept)
+    # part of the inspected reflection's own evidence: rank, score, whether the entry cited it
+    evidence: schemas.EvidenceMark | None = None
 
 
 class InspectOutput(BaseModel):
@@ -58,6 +60,10 @@ class InspectOutput(BaseModel):
     consolidated_into: list[LineageMemory] | None = None
     # what stored it: the surface, the key's id and name, the client (None: before it was kept)
     stored_by: schemas.StoredBy | None = None
+    # a reflection: how many of its sources are its own evidence (listed first), and whether
+    # no source of its batch supported it well
+    evidence_total: int | None = None
+    weak_support: bool | None = None
 
 
 def _rows(rows: list[schemas.LineageRow], budget: ResultBudget) -> list[LineageMemory]:
@@ -76,6 +82,7 @@ def _rows(rows: list[schemas.LineageRow], budget: ResultBudget) -> list[LineageM
             sources_deleted=r.sources_deleted,
             orphaned=r.orphaned,
             stored_by=r.stored_by,
+            evidence=r.evidence,
         )
         for r in rows
     ]
@@ -94,6 +101,8 @@ def fit_lineage(
         role=found.role,
         importance=found.importance,
         stored_by=found.stored_by,
+        evidence_total=found.evidence_total,
+        weak_support=found.weak_support,
         consolidated_into=None
         if found.consolidated_into is None
         else _rows(found.consolidated_into, budget),
@@ -141,9 +150,10 @@ TOOLS = (
         inspect_memory,
         "Inspect a memory's lineage",
         "A memory in full with its receipts. For a reflection (tier 2 or 3): the memories "
-        "it was built from, one tier down, most similar first (score: cosine; null = not "
-        "embedded yet); when truncated, pass next_offset as offset to read on. For tier 1 "
-        "and 2: consolidated_into lists the reflections built from it. A reflection's "
+        "it was built from, one tier down: its evidence first, then most similar first "
+        "(score: cosine; null = not embedded yet); when truncated, pass next_offset as "
+        "offset to read on. For tier 1 and 2: consolidated_into lists the reflections built "
+        "from it. A reflection's "
         "sources_deleted of sources_total says how much of its support was deleted (orphaned: "
         "all of it). Chain calls to drill from an insight down to the exact words.",
         READ_ONLY,
