@@ -54,6 +54,10 @@ def _omit_none(value: object) -> bool:
     return value is None
 
 
+def _omit_empty(value: object) -> bool:
+    return not value
+
+
 def _unicode(text: str) -> str:
     """Refuse lone surrogates: JSON can escape them, UTF-8 cannot carry them."""
     try:
@@ -202,6 +206,10 @@ class SearchRequest(_Request):
     session_id: SessionId | None = None
     embeddings: Text | None = None
     as_of: AsOf = None
+    # true: reflections a later one replaced are left out (by default they follow it)
+    current: StrictBool | None = None
+    # only memories of these kinds (["preference"]: the standing preferences)
+    kinds: Kinds | None = None
 
 
 class PrepareRequest(_Request):
@@ -221,6 +229,9 @@ class PrepareRequest(_Request):
     # current key of the vault stored in full mode, never what a :write key or a revoked one
     # stored; "any" as search finds them.
     stored_by: Literal["trusted", "any"] = "trusted"
+    # false: the block may hold reflections a later one replaced (marked as replaced);
+    # by default it holds only current ones
+    current: StrictBool | None = None
 
 
 class DateSearchRequest(_Request):
@@ -235,6 +246,7 @@ class DateSearchRequest(_Request):
     order: Order = "newest_first"
     session_id: SessionId | None = None
     embeddings: Text | None = None
+    current: StrictBool | None = None  # true: replaced reflections left out
 
 
 class CheckoutRequest(_Request):
@@ -257,31 +269,15 @@ class EntryIn(_Request):
         ),
     ]
     importance: Annotated[Importance, Field(description="1 routine ... 10 defining.")]
-    replaces: (
-        Annotated[
-            list[Label],
-            Field(
-                max_length=limits.RELATED_MAX,
-                description="Contract 2: the labels (R1, R2, ...) of the reflections the checkout "
-                "showed that this entry changes or contradicts.",
-            ),
-        ]
-        | None
-    ) = None
-    cites: (
-        Annotated[
-            list[Line],
-            Field(
-                max_length=limits.CITES_MAX,
-                description="The batch lines (1-based, in the checkout's order) it draws on.",
-            ),
-        ]
-        | None
-    ) = None
-    kind: Annotated[
-        Kind | None,
-        Field(description='"preference": a lasting preference or instruction.'),
-    ] = None
+    # contract 2 (docs/consolidation.md#contract-2); an empty list is not sent
+    # (the contract's instructions say what each means: rules/contract.py)
+    replaces: Annotated[list[Label], Field(max_length=limits.RELATED_MAX)] = Field(
+        default_factory=list, exclude_if=_omit_empty
+    )
+    cites: Annotated[list[Line], Field(max_length=limits.CITES_MAX)] = Field(
+        default_factory=list, exclude_if=_omit_empty
+    )
+    kind: Kind | None = Field(default=None, exclude_if=_omit_none)
 
 
 Entries = Annotated[
@@ -427,6 +423,14 @@ class IngestResponse(BaseModel):
     skipped: list[Skipped] | None = Field(default=None, exclude_if=_omit_none)
 
 
+class SupersededBy(BaseModel):
+    """A reflection a later one replaced: when it stopped being current and the id of the
+    reflection that replaced it (docs/consolidation.md#contract-2)."""
+
+    at: str
+    by: str
+
+
 class StoredBy(BaseModel):
     """What stored a memory: the key (its public id, and its name when it was stored), the
     surface it came through and, for MCP and OAuth, the client's name. Absent on memories
@@ -455,6 +459,9 @@ class MemoryRow(BaseModel):
     sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
     orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
     stored_by: StoredBy | None = Field(default=None, exclude_if=_omit_none)
+    # reflections: replaced by a later one (absent while current), and the kind when set
+    superseded: SupersededBy | None = Field(default=None, exclude_if=_omit_none)
+    kind: Kind | None = Field(default=None, exclude_if=_omit_none)
 
 
 class PrepareResponse(BaseModel):
@@ -481,6 +488,8 @@ class SearchResponse(BaseModel):
 class CheckoutMemory(BaseModel):
     text: str
     date: str
+    # contract 2: the line's number, what an entry's "cites" names
+    line: int | None = Field(default=None, exclude_if=_omit_none)
 
 
 class ReflectionContract(BaseModel):
@@ -491,6 +500,8 @@ class ReflectionContract(BaseModel):
     min_entries: int
     max_entries: int
     recommended_entries: str
+    # contract 2: the labels of the related reflections its instructions show
+    labels: list[str] | None = Field(default=None, exclude_if=_omit_none)
 
 
 class TierDefinitions(BaseModel):
@@ -607,6 +618,9 @@ class LineageRow(BaseModel):
     sources_deleted: int | None = Field(default=None, exclude_if=_omit_none)
     orphaned: bool | None = Field(default=None, exclude_if=_omit_none)
     stored_by: StoredBy | None = Field(default=None, exclude_if=_omit_none)
+    # reflections: replaced by a later one (absent while current), and the kind when set
+    superseded: SupersededBy | None = Field(default=None, exclude_if=_omit_none)
+    kind: Kind | None = Field(default=None, exclude_if=_omit_none)
     # a source of the inspected reflection that is part of its own evidence
     evidence: EvidenceMark | None = Field(default=None, exclude_if=_omit_none)
 
@@ -633,6 +647,9 @@ class InspectResponse(BaseModel):
     # when its best support is weak
     evidence_total: int | None = Field(default=None, exclude_if=_omit_none)
     weak_support: bool | None = Field(default=None, exclude_if=_omit_none)
+    # reflections: replaced by a later one (absent while current), and the kind when set
+    superseded: SupersededBy | None = Field(default=None, exclude_if=_omit_none)
+    kind: Kind | None = Field(default=None, exclude_if=_omit_none)
 
 
 class DeleteChoice(BaseModel):
@@ -680,6 +697,11 @@ class StatsResponse(BaseModel):
     oldest: str | None
     newest: str | None
     pending_embeddings: int = Field(description="Rows still waiting for their vectors.")
+    preferences: int = Field(
+        default=0,
+        description="Current standing preferences and instructions (reflections of kind "
+        '"preference"): prepare puts them first.',
+    )
     reflection: Reflection
     server_reflector: ServerReflector | None = None
 

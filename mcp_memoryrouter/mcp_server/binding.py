@@ -17,7 +17,7 @@ Tools receive their binding by injection (the SDK's ``Resolve``): a parameter ty
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -61,8 +61,6 @@ class VaultBinding:
     scopes: frozenset[Scope]
     vault_ref: str
     budget: ResultBudget
-    # what a checkout's contract costs at each source tier, as the last checkout measured it
-    contract_tokens: dict[int, int] = field(default_factory=dict)
     # what the memory key acting may do; None when the call comes with an OAuth grant
     key: KeyInfo | None = None
 
@@ -87,7 +85,6 @@ class Binder:
         self._client = client
         self._default_key = default_key
         self._default: VaultBinding | None = None
-        self._contract_tokens: dict[int, int] = {}
 
     async def bind(self, needed: Scope) -> VaultBinding:
         """The current call's binding, when it was granted ``needed``."""
@@ -138,7 +135,7 @@ class Binder:
     def _binding(
         self, vault: VaultClient, scopes: frozenset[Scope], ref: str, key: KeyInfo | None
     ) -> VaultBinding:
-        return VaultBinding(vault, scopes, ref, self.budget, self._contract_tokens, key)
+        return VaultBinding(vault, scopes, ref, self.budget, key)
 
 
 def key_refusal(key: KeyInfo, needed: Scope) -> str:

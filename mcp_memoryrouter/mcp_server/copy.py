@@ -15,12 +15,11 @@ INSTRUCTIONS = (
 TIER_GUIDE = (
     " Tiers: 3 = high-level reflections (identity, principles, what matters most); 2 = "
     "reflections of specific events; 1 = raw verbatim memories. Only 2 and 3 carry importance "
-    "(1-10). Topic lookups: omit tiers and importance (a high importance hides detail). "
+    "(1-10). Topic lookups: omit tiers and importance. "
     "Overviews: tiers [3]. Most important things: tiers [3], importance 8, limit 250. Events "
     "without raw noise: tiers [2]. Exact wording: search tiers [3], then inspect_memory down "
     "the lineage."
 )
 FITTED = (
-    " Long texts are trimmed with a marker (inspect_memory returns the whole text); omitted "
-    "counts results left out to fit."
+    " Long texts end in a marker (inspect_memory has them whole); omitted: results left out to fit."
 )

@@ -68,6 +68,7 @@ class Pending:
     max_entries: int
     first_input: str
     retried: bool = False
+    labels: tuple[str, ...] = ()  # contract 2: what an entry may replace
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,9 @@ async def open_batch(
     client: VaultClient, tier: SourceTier, *, max_tokens: int | None = None
 ) -> Ask | BatchResult | NothingFree:
     """Check out a batch: the question for the model, or why there is none."""
-    batch = await client.checkout(schemas.CheckoutRequest(tier=tier, max_tokens=max_tokens))
+    batch = await client.checkout(
+        schemas.CheckoutRequest(tier=tier, max_tokens=max_tokens, contract=2)
+    )
     if batch.batch_id is None:
         return NothingFree(tier, batch.message or "nothing unconsolidated")
     memories = batch.memories or []
@@ -91,7 +94,13 @@ async def open_batch(
         return BatchResult(tier, batch.batch_id, len(memories), failure="no reflection_contract")
     first = model_input(contract, memories)
     pending = Pending(
-        tier, batch.batch_id, len(memories), contract.min_entries, contract.max_entries, first
+        tier,
+        batch.batch_id,
+        len(memories),
+        contract.min_entries,
+        contract.max_entries,
+        first,
+        labels=tuple(contract.labels or ()),
     )
     return Ask(pending, first)
 
@@ -101,7 +110,10 @@ async def answer_batch(client: VaultClient, pending: Pending, answer: str) -> As
     is asked again once with the validation error appended; a second, or a refused commit,
     leaves the batch uncommitted, so its lease runs out. Nothing is committed half-checked."""
     try:
-        entries = parse_answer(answer, EntryRules(pending.min_entries, pending.max_entries))
+        rules = EntryRules(
+            pending.min_entries, pending.max_entries, pending.labels, pending.memories
+        )
+        entries = parse_answer(answer, rules)
     except InvalidAnswer as exc:
         if not pending.retried:
             again = replace(pending, retried=True)

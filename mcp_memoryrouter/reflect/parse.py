@@ -29,10 +29,13 @@ class EntryRules:
 
     min_entries: int = limits.ENTRIES_MIN
     max_entries: int = limits.ENTRIES_MAX
+    # contract 2: the labels an entry may replace, and the batch's lines it may cite
+    labels: tuple[str, ...] = ()
+    lines: int = 0
 
     @classmethod
-    def of(cls, contract: schemas.ReflectionContract) -> EntryRules:
-        return cls(contract.min_entries, contract.max_entries)
+    def of(cls, contract: schemas.ReflectionContract, lines: int = 0) -> EntryRules:
+        return cls(contract.min_entries, contract.max_entries, tuple(contract.labels or ()), lines)
 
 
 def parse_answer(answer: str, rules: EntryRules) -> list[schemas.EntryIn]:
@@ -84,10 +87,10 @@ def _checked(items: list[Any], rules: EntryRules) -> list[schemas.EntryIn]:
             f"the answer must hold {rules.min_entries} to {rules.max_entries} entries, "
             f"it holds {len(items)}"
         )
-    return [_entry(index, item) for index, item in enumerate(items)]
+    return [_entry(index, item, rules) for index, item in enumerate(items)]
 
 
-def _entry(index: int, item: Any) -> schemas.EntryIn:
+def _entry(index: int, item: Any, rules: EntryRules) -> schemas.EntryIn:
     where = f"entries[{index}]"
     if not isinstance(item, dict):
         raise InvalidAnswer(f'{where} must be an object {{"text": ..., "importance": ...}}')
@@ -105,6 +108,32 @@ def _entry(index: int, item: Any) -> schemas.EntryIn:
     if type(importance) is not int or not low <= importance <= high:
         raise InvalidAnswer(f"{where}.importance must be an integer from {low} to {high}")
     try:
-        return schemas.EntryIn(text=text, importance=importance)
+        return schemas.EntryIn(text=text, importance=importance, **_second(where, item, rules))
     except ValueError:  # a lone surrogate: JSON can escape one, UTF-8 cannot carry it
         raise InvalidAnswer(f"{where}.text must be valid Unicode text") from None
+
+
+def _second(where: str, item: dict[str, Any], rules: EntryRules) -> dict[str, Any]:
+    """What contract 2 adds to an entry. A label the checkout did not show is refused (the
+    model is told the labels on its retry); cites that name no line of the batch, and a kind
+    this server does not know, are left out: they only add to an entry."""
+    fields: dict[str, Any] = {}
+    replaces = item.get("replaces") or []
+    if not isinstance(replaces, list) or not all(isinstance(r, str) for r in replaces):
+        raise InvalidAnswer(f'{where}.replaces must be a list of labels such as ["R1"]')
+    unknown = [r for r in replaces if r not in rules.labels]
+    if unknown:
+        shown = ", ".join(rules.labels) or "none"
+        raise InvalidAnswer(
+            f"{where}.replaces names {unknown[0]}, which was not shown (shown: {shown})"
+        )
+    if replaces:
+        fields["replaces"] = list(dict.fromkeys(replaces))[: limits.RELATED_MAX]
+    cites = item.get("cites") or []
+    if isinstance(cites, list):
+        lines = [c for c in cites if type(c) is int and 1 <= c <= rules.lines]
+        if lines:
+            fields["cites"] = list(dict.fromkeys(lines))[: limits.CITES_MAX]
+    if item.get("kind") in limits.KINDS:
+        fields["kind"] = item["kind"]
+    return fields

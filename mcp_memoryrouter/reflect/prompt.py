@@ -15,8 +15,14 @@ from mcp_memoryrouter import schemas
 def model_input(
     contract: schemas.ReflectionContract, memories: Sequence[schemas.CheckoutMemory]
 ) -> str:
-    lines = "\n".join(f"[{memory.date}] {memory.text}" for memory in memories)
+    lines = "\n".join(map(_line, memories))
     return f"{contract.instructions}\n\n{lines}\n"
+
+
+def _line(memory: schemas.CheckoutMemory) -> str:
+    """``[date] text``; numbered (``3. [date] text``) when the contract's entries cite lines."""
+    number = "" if memory.line is None else f"{memory.line}. "
+    return f"{number}[{memory.date}] {memory.text}"
 
 
 def retry_input(first_input: str, error: str) -> str:

@@ -19,6 +19,7 @@ from mcp_memoryrouter.vault.memory_keys import MemoryKeys
 from mcp_memoryrouter.vault.rules import (
     chunking,
     contract,
+    current,
     debt,
     leases,
     near,
@@ -45,6 +46,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     Memory,
     NewRaw,
     ReflectorRuns,
+    Related,
     Role,
     RunEnded,
     RunOutcome,
@@ -57,8 +59,9 @@ from mcp_memoryrouter.vault.rules.domain import (
     UsageLine,
     new_batch_id,
     new_memory_id,
+    reflection_tier,
 )
-from mcp_memoryrouter.vault.rules.prepare import ContextSize, build_context
+from mcp_memoryrouter.vault.rules.prepare import ContextSize, build_context, standing
 from mcp_memoryrouter.vault.rules.timeline import BucketSize, Timeline, fold
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
@@ -244,16 +247,63 @@ class VaultService:
         where: SearchFilter,
         embeddings: str | None = None,
         as_of: int | None = None,
+        current_only: bool = False,
+        kinds: Sequence[str] | None = None,
     ) -> tuple[list[ScoredMemory], Counters]:
-        """``as_of``: when the question is asked (default now), for the time it names."""
+        """``as_of``: when the question is asked (default now), for the time it names.
+        The current fact first (``rules.current``); ``current_only`` leaves replaced
+        reflections out; ``kinds`` searches among the memories of those kinds alone."""
         access.require_read()
         named = self._named_time(query, as_of)
-        found = self._search(access.vault_id, query, limit, where, embeddings, named)
-        hits = self._supported(access.vault_id, found)
+        vault = access.vault_id
+        if kinds:
+            hits = self._of_kinds(access, query, limit, where, embeddings, named, kinds)
+        else:
+            wider = limit + self._replaced_count(vault) if current_only else limit
+            found = self._search(vault, query, wider, where, embeddings, named)
+            hits = self._current(vault, found, current_only)[:limit]
         tokens = sum(h.memory.tokens for h in hits)
         if tokens:
             self._meter(access, UsageEvent("search", "retrieval", tokens, where.session_id))
         return hits, self._store.counters(access.vault_id)
+
+    def _of_kinds(
+        self,
+        access: Access,
+        query: str,
+        limit: int,
+        where: SearchFilter,
+        embeddings: str | None,
+        named: when.Window | None,
+        kinds: Sequence[str],
+    ) -> list[ScoredMemory]:
+        """The vault's current memories of ``kinds`` (a few hundred at most): those the
+        search finds first, as it ranks them, then the rest, most important first."""
+        vault = access.vault_id
+        rows = self._store.preferences(vault, kinds)
+        wanted = {m.id for m in rows}
+        found = self._search(vault, query, limits.SEARCH_LIMIT_MAX, where, embeddings, named)
+        ranked = [h for h in found if h.memory.id in wanted]
+        ranked += [ScoredMemory(m, None) for m in rows if m.id not in {h.memory.id for h in ranked}]
+        return self._supported(vault, ranked[:limit])
+
+    def _replaced_count(self, vault_id: str) -> int:
+        """How many more rows a search that leaves replaced reflections out reads."""
+        return min(len(self._store.superseded_ids(vault_id)), limits.SEARCH_LIMIT_MAX)
+
+    def _current(
+        self, vault_id: str, found: Sequence[ScoredMemory], current_only: bool
+    ) -> list[ScoredMemory]:
+        """``found`` described (``_supported``), each replaced reflection after the current
+        one it leads to (``rules.current``)."""
+        hits = self._supported(vault_id, found)
+        replaced = [h.memory.id for h in hits if h.memory.superseded is not None]
+        leads = self._store.successors(vault_id, replaced)
+        if leads:
+            shown = self._supported(vault_id, [ScoredMemory(m, None) for m in leads.values()])
+            by_id = {h.memory.id: h.memory for h in shown}
+            leads = {old: by_id[new.id] for old, new in leads.items()}
+        return current.current_first(hits, leads, current_only=current_only)
 
     def _named_time(self, query: str, as_of: int | None) -> when.Window | None:
         """The window ``query`` names, counted from ``as_of`` (default now)."""
@@ -269,16 +319,21 @@ class VaultService:
         as_of: int | None = None,
         meaning: str | None = None,
         stored_by: writers.Writers = "trusted",
+        current_only: bool = True,
     ) -> tuple[tuple[str, int, int], Counters]:
         """A context block for the next model call: (context, memories found, est. tokens).
         ``meaning`` is what the vector side embeds when it is not the whole ``query``;
-        ``stored_by`` whose memories it may hold (``rules.writers``)."""
+        ``stored_by`` whose memories it may hold (``rules.writers``). The vault's current
+        preferences come first, within a small budget; replaced reflections are left out
+        unless ``current_only`` is False."""
         access.require_read()
         named = self._named_time(query, as_of)
+        vault = access.vault_id
+        wider = budget.items + self._replaced_count(vault) if current_only else budget.items
 
         def find(among: SearchFilter) -> list[ScoredMemory]:
-            vault, limit = access.vault_id, budget.items
-            return self._search(vault, query, limit, among, embeddings, named, meaning=meaning)
+            hits = self._search(vault, query, wider, among, embeddings, named, meaning=meaning)
+            return self._current(vault, hits, current_only)[: budget.items]
 
         hits: list[ScoredMemory] = []
         if query:
@@ -287,10 +342,23 @@ class VaultService:
                 if stored_by == "any"
                 else self._injectable(access.vault_id, where, find)
             )
-        built = build_context(self._supported(access.vault_id, hits), budget)
+        built = build_context(hits, budget, self._standing(vault, budget, stored_by))
         if built[2]:
             self._meter(access, UsageEvent("prepare", "retrieval", built[2], where.session_id))
         return built, self._store.counters(access.vault_id)
+
+    def _standing(
+        self, vault_id: str, budget: ContextSize, stored_by: writers.Writers
+    ) -> list[Memory]:
+        """The current preferences prepare puts first, within their budget (only what a
+        current key stored, unless ``stored_by`` is "any")."""
+        found = self._store.preferences(vault_id, limits.KINDS)
+        if found and stored_by != "any":
+            keys = frozenset(k.id for k in self._store.list_keys(vault_id))
+            stored = self._store.writers_of(vault_id, [m.id for m in found])
+            found = [m for m in found if writers.injectable(stored.get(m.id), keys)]
+        tokens = current.preference_budget(budget.tokens, limits.PREFERENCES_TOKENS)
+        return standing(found, tokens)
 
     def _injectable(
         self, vault: str, where: SearchFilter, find: Callable[[SearchFilter], list[ScoredMemory]]
@@ -322,7 +390,10 @@ class VaultService:
         max_tokens: float | None,
         order: Order,
         embeddings: str | None = None,
+        current_only: bool = False,
     ) -> tuple[DatePage, Counters]:
+        """A window's rows by date, or with ``query`` by relevance, the current fact first
+        within the window; ``current_only`` leaves replaced reflections out."""
         access.require_read()
         budget = limits.DATE_PAGE_TOKENS if max_tokens is None else _budget(max_tokens)
         if start > end:
@@ -331,7 +402,12 @@ class VaultService:
             return DatePage((), start, end, False), self._store.counters(access.vault_id)
         where = replace(where, window=(start, end))
         if query is not None and query.strip():
-            hits = self._search(access.vault_id, query, DATE_QUERY_CANDIDATES, where, embeddings)
+            found = self._search(access.vault_id, query, DATE_QUERY_CANDIDATES, where, embeddings)
+            hits = [
+                h
+                for h in self._current(access.vault_id, found, current_only)
+                if h.memory.date_from <= end and h.memory.date_to >= start
+            ]
             taken: list[ScoredMemory] = []
             tokens = 0
             for hit in hits:
@@ -342,14 +418,12 @@ class VaultService:
             truncated = len(taken) < len(hits)
             page = DatePage(tuple(taken), start, end, truncated)
         else:
-            found = self._store.date_page(access.vault_id, start, end, order, where, budget)
-            bounds = _returned(found, start, end, order)
-            page = DatePage(
-                tuple(ScoredMemory(m, None) for m in found.rows),
-                *bounds,
-                found.boundary is not None,
-            )
-        page = replace(page, rows=tuple(self._supported(access.vault_id, page.rows)))
+            dated = self._store.date_page(access.vault_id, start, end, order, where, budget)
+            bounds = _returned(dated, start, end, order)
+            rows = self._supported(access.vault_id, [ScoredMemory(m, None) for m in dated.rows])
+            if current_only:
+                rows = [h for h in rows if h.memory.superseded is None]
+            page = DatePage(tuple(rows), *bounds, dated.boundary is not None)
         tokens = sum(h.memory.tokens for h in page.rows)
         if tokens:
             self._meter(access, UsageEvent("date-search", "retrieval", tokens, where.session_id))
@@ -358,8 +432,15 @@ class VaultService:
     # --- consolidation ---------------------------------------------------------------
 
     def checkout(
-        self, access: Access, tier: SourceTier, max_tokens: float | None, session_id: str | None
+        self,
+        access: Access,
+        tier: SourceTier,
+        max_tokens: float | None,
+        session_id: str | None,
+        contract_version: int = 1,
     ) -> Batch | EmptyCheckout:
+        """Lease a batch. Version 2 of the contract also shows the reflections the vault
+        already holds that relate to the batch, by label (``_related``)."""
         access.require_full()
         cap = None if max_tokens is None else _budget(max_tokens)
         now = self._clock()
@@ -373,8 +454,35 @@ class VaultService:
             session_id,
         )
         if isinstance(result, Batch):
+            if contract_version == 2:
+                result = self._related(access.vault_id, result)
             self._meter(access, UsageEvent("checkout", "retrieval", result.est_tokens, session_id))
         return result
+
+    def _related(self, vault_id: str, batch: Batch) -> Batch:
+        """The batch with the current reflections of the tier it makes that relate to it
+        (found by the vault's own search over runs of its texts, ``rules.current``), each
+        recorded under the label the contract shows."""
+        queries = current.related_queries(
+            [c.content for c in batch.sources],
+            limits.RELATED_QUERIES,
+            limits.RELATED_QUERY_CHARS,
+        )
+        replaced = self._store.superseded_ids(vault_id)
+        where = SearchFilter(tiers=(reflection_tier(batch.tier),))
+        wider = limits.RELATED_MAX + min(len(replaced), limits.SEARCH_LIMIT_MAX)
+        found = [[h.memory for h in self._search(vault_id, q, wider, where, None)] for q in queries]
+        rows = current.merged(
+            [[m for m in f if m.id not in replaced] for f in found], limits.RELATED_MAX
+        )
+        shown = [
+            Related(label, m.date_from, m.date_to, current.gist(m.content, limits.RELATED_CHARS))
+            for label, m in zip(contract.labels(len(rows)), rows, strict=True)
+        ]
+        self._store.relate(
+            vault_id, batch.batch_id, [(r.label, m.id) for r, m in zip(shown, rows, strict=True)]
+        )
+        return replace(batch, contract=2, related=tuple(shown))
 
     def commit(
         self,
@@ -505,6 +613,11 @@ class VaultService:
         access.require_read()
         return self._store.stats(access.vault_id)
 
+    def preferences(self, access: Access) -> list[Memory]:
+        """The vault's current standing preferences, most important and newest first."""
+        access.require_read()
+        return self._store.preferences(access.vault_id, limits.KINDS)
+
     def timeline(self, access: Access, size: BucketSize) -> Timeline:
         """The vault's memories per day, week or month, by tier (not metered, like stats)."""
         access.require_read()
@@ -577,9 +690,18 @@ class VaultService:
         return [ScoredMemory(m, h.score) for m, h in zip(rows, hits, strict=True)]
 
     def _stored_by(self, vault_id: str, rows: Sequence[Memory]) -> list[Memory]:
-        """``rows`` with what stored each (``stored_by``), read in one statement."""
-        found = self._store.writers_of(vault_id, [m.id for m in rows]) if rows else {}
-        return [replace(m, stored_by=found.get(m.id)) for m in rows]
+        """``rows`` with what stored each (``stored_by``), and for reflections whether a
+        later one replaced them and their kind (``superseded``, ``kind``)."""
+        ids = [m.id for m in rows]
+        found = self._store.writers_of(vault_id, ids) if rows else {}
+        states = self._store.states(vault_id, [m.id for m in rows if m.tier > 1])
+        described = []
+        for m in rows:
+            superseded, kind = states.get(m.id, (None, None))
+            described.append(
+                replace(m, stored_by=found.get(m.id), superseded=superseded, kind=kind)
+            )
+        return described
 
     def _model_id(self, embeddings: str | None) -> str | None:
         """The vector space new rows are queued for (None: lexical only)."""

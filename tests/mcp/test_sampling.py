@@ -26,9 +26,9 @@ from mcp_types import CreateMessageRequestParams, CreateMessageResult, TextConte
 from mcp_memoryrouter import limits
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.loop import run_triggered
-from mcp_memoryrouter.vault.rules.contract import reflection_contract
 from tests.reflect.model_program import entries
 from tests.support.mcp import McpServer, Mode, stdio_server
+from tests.support.reflect import contract_rules
 
 pytestmark = pytest.mark.anyio
 
@@ -127,9 +127,8 @@ async def test_the_host_model_consolidates_three_batches_exactly_as_the_loop_wou
     assert out is not None
     assert (out["batches"], out["stopped"], out["failures"]) == (3, "batch_limit", [])
     assert len(model.requests) == 3  # three batches at most, one question each
-    instructions = reflection_contract(1)["instructions"]
     for params, prompt in zip(model.requests, model.prompts, strict=True):
-        assert prompt.startswith(instructions)  # the contract, verbatim
+        assert prompt.startswith(contract_rules(1))  # the contract, verbatim
         assert not ID.search(params.model_dump_json())  # no id of any kind
         assert params.max_tokens == limits.SAMPLED_ANSWER_TOKENS
     assert out["reflection"]["suggestion"] is not None  # the debt the run leaves, to go on

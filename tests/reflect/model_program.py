@@ -1,6 +1,7 @@
 """A deterministic model program: the model input on stdin, entries on stdout.
 
-It writes one entry per group of ``[date] text`` lines it reads, derived from those lines,
+It writes one entry per group of ``[date] text`` lines it reads (``3. [date] text`` under
+contract 2), derived from those lines,
 and appends every input it receives to the file named by REFLECT_TEST_LOG (inputs separated
 by ``RECORD_SEPARATOR``), so tests can assert on exactly what a model was shown.
 
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 RECORD_SEPARATOR = "\n\x1e\n"
-MEMORY_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T[0-9:.]+Z)\] (.*)$")
+MEMORY_LINE = re.compile(r"^(?:\d+\. )?\[(\d{4}-\d{2}-\d{2}T[0-9:.]+Z)\] (.*)$")
 MAX_ENTRIES = 100
 
 

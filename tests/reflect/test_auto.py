@@ -12,8 +12,7 @@ from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.reflect.auto import AutoConsolidator
 from mcp_memoryrouter.reflect.loop import backfill
-from mcp_memoryrouter.vault.rules.contract import reflection_contract
-from tests.support.reflect import ModelProgram, Seconds, Served, assert_no_ids
+from tests.support.reflect import ModelProgram, Seconds, Served, assert_no_ids, contract_rules
 
 pytestmark = pytest.mark.anyio
 MINUTE = 60.0
@@ -80,7 +79,7 @@ async def test_tier_2_debt_is_consolidated_into_tier_3(
     stats = await client.stats()
     assert stats.tiers["3"].count > 0
     assert stats.reflection.unconsolidated.tier2.count == 5  # 15 x 10 importance taken
-    assert program.inputs()[-1].startswith(reflection_contract(2)["instructions"])
+    assert program.inputs()[-1].startswith(contract_rules(2))
 
 
 async def test_an_empty_vault_means_no_run_and_no_trace(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from click.testing import CliRunner
 
 from mcp_memoryrouter.cli import main
-from mcp_memoryrouter.vault.rules.contract import reflection_contract
-from tests.support.reflect import ModelProgram, Served, assert_no_ids
+from tests.support.reflect import ModelProgram, Served, assert_no_ids, contract_rules
 
 
 def reflect(served: Served, program: ModelProgram, *args: str, **env: str) -> Any:
@@ -54,16 +54,11 @@ def test_backfill_consolidates_5000_raw_memories_to_empty_then_tier_2_into_tier_
     inputs = program.inputs()
     assert_no_ids(inputs)
     tier1_inputs = 2 + tier1["batches"]
-    assert all(
-        i.startswith(reflection_contract(1)["instructions"] + "\n\n[")
-        for i in inputs[:tier1_inputs]
-    )
-    assert all(
-        i.startswith(reflection_contract(2)["instructions"] + "\n\n[")
-        for i in inputs[tier1_inputs:]
-    )
-    shown = sum(i.count("\n[2026-") for i in inputs[:tier1_inputs])
-    assert shown == len(raw_ids)  # every memory shown once, as a [date] line
+    # contract 2: its rules verbatim, then what the vault already holds, then the lines
+    assert all(i.startswith(contract_rules(1)) for i in inputs[:tier1_inputs])
+    assert all(i.startswith(contract_rules(2)) for i in inputs[tier1_inputs:])
+    shown = sum(len(re.findall(r"\n[0-9]+\. \[2026-", i)) for i in inputs[:tier1_inputs])
+    assert shown == len(raw_ids)  # every memory shown once, as a numbered [date] line
 
 
 def test_without_until_empty_the_backfill_stops_once_the_server_no_longer_suggests_it(

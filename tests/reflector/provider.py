@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from tests.support.upstreams import read_request
 
-MEMORY_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T[0-9:.]+Z)\] (.*)$")
+MEMORY_LINE = re.compile(r"^(?:\d+\. )?\[(\d{4}-\d{2}-\d{2}T[0-9:.]+Z)\] (.*)$")
 TOKENS_IN, TOKENS_OUT = 1234, 56  # the usage every "ok" answer reports
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mcp_memoryrouter.commands import main
-from tests.reflector.provider import Provider
+from tests.reflector.provider import MEMORY_LINE, Provider
 from tests.reflector.served import Reflecting, reflecting, settings
 from tests.support import free_port
 
@@ -35,7 +35,9 @@ def test_a_small_vault_is_consolidated_now_in_batches_of_1000_tokens(
         assert answer["stopped"] == "nothing_to_consolidate"
         assert answer["reflection"]["unconsolidated"]["raw"]["units"] == 0
         assert served.reflections() == 3
-        assert [p.count("\n[") for p in double.prompts()] == [20, 4]
+        lines = [[n for n in p.splitlines() if MEMORY_LINE.match(n)] for p in double.prompts()]
+        assert [len(shown) for shown in lines] == [20, 4]
+        assert lines[1][0].startswith("1. [")  # numbered: what an entry's cites name
 
         again = served.post("/v1/memory/consolidate/run", {})
         assert again.status_code == 200

@@ -19,6 +19,7 @@ from tests.reflector.served import (
     reflecting,
     settings,
 )
+from tests.support.reflect import contract_rules
 
 PATHS = {
     "openai": "/v1/chat/completions",
@@ -50,11 +51,10 @@ def test_a_vault_past_the_threshold_is_consolidated_within_one_trigger(
         assert call.path == PATHS[fmt]
         header, value = KEY_HEADERS[fmt]
         assert call.headers[header] == value
-        # the contract verbatim, then the memories as [date] text, and no id at all
-        rest = served.post("/v1/memory/consolidate/checkout", {"tier": 1}).json()
-        instructions = rest["reflection_contract"]["instructions"]
-        assert call.prompt.startswith(instructions + "\n\n")
-        assert "[2026-01-01T00:00:00.000Z] moment 00000 " in call.prompt
+        # the contract verbatim (version 2), then the memories as numbered [date] text, and
+        # no id at all
+        assert call.prompt.startswith(contract_rules(1) + "\n\n")
+        assert "\n1. [2026-01-01T00:00:00.000Z] moment 00000 " in call.prompt
         assert not any(memory_id in call.prompt for memory_id in ids)
         assert not limits.holds_an_id(call.prompt)
 

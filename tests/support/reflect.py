@@ -24,6 +24,8 @@ from mcp_memoryrouter import schemas
 from mcp_memoryrouter.client import VaultClient
 from mcp_memoryrouter.errors import TransportFailure
 from mcp_memoryrouter.reflect.models import CommandModel
+from mcp_memoryrouter.vault.rules.contract import reflection_contract
+from mcp_memoryrouter.vault.rules.domain import SourceTier
 from tests.reflect.model_program import RECORD_SEPARATOR
 from tests.support import Vault
 
@@ -268,3 +270,9 @@ def connection_dropped_after_one_ingest(monkeypatch: pytest.MonkeyPatch) -> Iter
     with monkeypatch.context() as patch:
         patch.setattr(VaultClient, "ingest", cut_after_the_first_request)
         yield
+
+
+def contract_rules(tier: SourceTier) -> str:
+    """What every consolidator's model input starts with: the version-2 contract's
+    instructions up to what the vault already holds (which differs batch to batch)."""
+    return reflection_contract(tier, 2)["instructions"].rsplit("\n\n", 1)[0]

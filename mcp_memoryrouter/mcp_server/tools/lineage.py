@@ -155,7 +155,7 @@ TOOLS = (
         "offset to read on. For tier 1 and 2: consolidated_into lists the reflections built "
         "from it. A reflection's "
         "sources_deleted of sources_total says how much of its support was deleted (orphaned: "
-        "all of it). Chain calls to drill from an insight down to the exact words.",
+        "all of it). Chain calls to drill down to the exact words.",
         READ_ONLY,
         view=MEMORY_VIEW,
     ),

@@ -46,6 +46,7 @@ class StatusOutput(BaseModel):
     oldest: str | None = None  # an empty vault has neither
     newest: str | None = None
     granted_scopes: list[str]
+    preferences: int = 0  # current standing preferences (search kinds=["preference"])
     reflection: schemas.Reflection
     consolidation_suggestion: str | None = None
 
@@ -132,6 +133,7 @@ async def search_memories(
     from_date: schemas.Text | None = None,
     to_date: schemas.Text | None = None,
     as_of: schemas.AsOf = None,
+    current: bool | None = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
     async with backend_errors():
         if from_date or to_date:
@@ -142,13 +144,19 @@ async def search_memories(
                     query=query,
                     tiers=tiers,
                     importance=importance,
+                    current=current,
                 )
             )
             rows, debt = found.memories[:limit], found.reflection
         else:
             result = await vault.client.search(
                 schemas.SearchRequest.model_construct(
-                    query=query, limit=limit, tiers=tiers, importance=importance, as_of=as_of
+                    query=query,
+                    limit=limit,
+                    tiers=tiers,
+                    importance=importance,
+                    as_of=as_of,
+                    current=current,
                 )
             )
             rows, debt = result.memories, result.reflection
@@ -202,6 +210,7 @@ async def memory_status(vault: Vault) -> Annotated[CallToolResult, StatusOutput]
             oldest=stats.oldest,
             newest=stats.newest,
             granted_scopes=sorted(vault.scopes),
+            preferences=stats.preferences,
             reflection=stats.reflection,
             consolidation_suggestion=stats.reflection.suggestion,
         )
@@ -214,7 +223,7 @@ TOOLS = (
         "Search memories",
         "Search the user's long-term memory by meaning and keywords, across all tiers at "
         "once; use it whenever the conversation may depend on something the user said, "
-        "decided or did before. Results carry tier, date or covers, importance. "
+        "decided or did before. "
         "from_date/to_date (ISO) restrict it to a period." + FITTED + TIER_GUIDE,
         READ_ONLY,
         view=SEARCH_VIEW,
@@ -224,7 +233,7 @@ TOOLS = (
         "Search memories by date",
         "Time-first retrieval: what happened in a period ('last week', 'in February'). "
         "Without a query it lists the window chronologically; with one it ranks by "
-        "relevance within it. Reflections match when the period they cover overlaps. "
+        "relevance within it. "
         "When truncated, call again with to_date = returned.from (newest_first) or "
         "from_date = returned.to (oldest_first). tiers and importance as in "
         "search_memories." + FITTED,

@@ -48,14 +48,12 @@ from mcp_memoryrouter.reflect.loop import (
     start_triggered,
 )
 from mcp_memoryrouter.reflect.models import Model
-from mcp_memoryrouter.tokens import est_tokens
-
-CONTRACT_TOKENS = 1_100  # the contract, sent twice, until a checkout has measured it
 
 
 class BatchMemory(BaseModel):
     text: str
     date: str
+    line: int | None = None  # what an entry's "cites" names
 
 
 class ConsolidateOutput(BaseModel):
@@ -86,7 +84,9 @@ def batch_result(budget: ResultBudget, batch: schemas.CheckoutResponse) -> CallT
             batch_id=batch.batch_id,
             tier=batch.tier,
             count=batch.count,
-            memories=[BatchMemory(text=m.text, date=m.date) for m in batch.memories or []],
+            memories=[
+                BatchMemory(text=m.text, date=m.date, line=m.line) for m in batch.memories or []
+            ],
             reflection_contract=batch.reflection_contract,
             lease_expires_at=batch.lease_expires_at,
             message=batch.message,
@@ -115,7 +115,7 @@ async def consolidate_memories(
     ] = None,
 ) -> Annotated[CallToolResult, ConsolidateOutput]:
     budget, smallest = vault.budget, limits.CHECKOUT_TOKENS_MIN
-    reserved = vault.contract_tokens.get(tier, CONTRACT_TOKENS)
+    reserved = limits.CONTRACT_TOKENS
     if budget.content_tokens(None, reserved) < smallest:
         raise ToolError(
             f"result_too_large: the smallest batch ({smallest} tokens) with its contract does "
@@ -125,12 +125,9 @@ async def consolidate_memories(
     async with backend_errors():
         batch = await vault.client.checkout(
             schemas.CheckoutRequest.model_construct(
-                tier=tier, max_tokens=budget.content_tokens(max_tokens, reserved)
+                tier=tier, max_tokens=budget.content_tokens(max_tokens, reserved), contract=2
             )
         )
-    if batch.reflection_contract is not None:
-        measured = est_tokens(batch.reflection_contract.model_dump_json())
-        vault.contract_tokens[tier] = 2 * measured + 100
     return batch_result(budget, batch)
 
 
@@ -318,9 +315,9 @@ TOOLS = (
         "Check out memories to consolidate",
         "Start a consolidation: lease the oldest unconsolidated memories (tier 1 into tier "
         "2 reflections; tier=2: tier 2 into tier 3) and get their texts, dates and the "
-        "reflection_contract. Write the entries following reflection_contract.instructions "
-        "exactly, then call commit_reflections with the batch_id before the lease expires. "
-        "batch_id null: nothing left to consolidate.",
+        "reflection_contract. Write the entries as its instructions say (an entry that "
+        "changes a reflection they show as [R1] lists R1 in replaces), then call "
+        "commit_reflections before the lease expires. batch_id null: nothing to do.",
         WRITES,
     ),
     ToolSpec(
@@ -328,8 +325,8 @@ TOOLS = (
         "Commit reflections",
         "Finish a consolidation: submit the entries written for a consolidate_memories "
         f"batch, each text plus integer importance {limits.IMPORTANCE_MIN}-"
-        f"{limits.IMPORTANCE_MAX} (never ids or numbers in the text). Committing a batch "
-        "again writes nothing twice. An expired lease is refused: check out again.",
+        f"{limits.IMPORTANCE_MAX} (no ids or numbers in the text). A second commit writes "
+        "nothing twice; an expired lease is refused: check out again.",
         WRITES_IDEMPOTENT,
     ),
     ToolSpec(
@@ -338,8 +335,8 @@ TOOLS = (
         "Consolidate in one call with your own model (MCP sampling) when "
         "consolidation_suggestion is set or the user asks: up to "
         f"{MAX_BATCHES_PER_TRIGGER} batches, each written by your model from texts, dates "
-        "and the contract (never ids), checked and committed. Answers counts and the debt "
-        "left. Under the server's threshold it writes nothing (stopped: below_threshold). "
+        "and the contract (never ids), checked and committed. Below the server's threshold "
+        "it writes nothing (stopped: below_threshold). "
         "Without sampling, or to consolidate a small vault now, use consolidate_memories.",
         WRITES,
     ),

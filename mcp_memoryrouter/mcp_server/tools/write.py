@@ -72,8 +72,8 @@ TOOLS = (
         "Store a memory",
         "Save what the user wants remembered as a raw (tier 1) memory: a fact, preference, "
         "decision or event, as one self-contained statement with absolute dates. Secrets "
-        "(passwords, keys, tokens) are refused. Returns the ids stored (or found as "
-        "duplicates), and similar: kept memories it nearly repeats.",
+        "(passwords, keys, tokens) are refused. Returns the ids stored, and similar: kept "
+        "memories it nearly repeats.",
         WRITES,
     ),
 )

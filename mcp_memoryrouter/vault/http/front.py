@@ -238,6 +238,8 @@ class VaultAPI:
             where,
             self._embeddings(body.embeddings, model),
             _as_of(body.as_of),
+            body.current is True,
+            body.kinds,
         )
         return schemas.SearchResponse(
             memories=[render.search_row(h) for h in hits], reflection=render.reflection(counters)
@@ -263,6 +265,7 @@ class VaultAPI:
             _as_of(body.as_of),
             meaning,
             body.stored_by,
+            body.current is not False,
         )
         return schemas.PrepareResponse(
             context=context,
@@ -291,6 +294,7 @@ class VaultAPI:
             body.max_tokens,
             body.order,
             self._embeddings(body.embeddings, model),
+            body.current is True,
         )
         return schemas.DateSearchResponse(
             memories=[render.search_row(h) for h in page.rows],
@@ -304,7 +308,7 @@ class VaultAPI:
     ) -> schemas.CheckoutResponse:
         session_id = body.session_id or session
         return render.checkout(
-            self._service.checkout(access, body.tier, body.max_tokens, session_id)
+            self._service.checkout(access, body.tier, body.max_tokens, session_id, body.contract)
         )
 
     def commit(
@@ -383,7 +387,10 @@ class VaultAPI:
     def stats(self, access: Access) -> schemas.StatsResponse:
         service = self._service
         found = service.stats(access)
-        return render.stats(found, service.pending_embeddings(access), self._reflector(access))
+        preferences = len(service.preferences(access))
+        return render.stats(
+            found, service.pending_embeddings(access), self._reflector(access), preferences
+        )
 
     # --- the server's reflector (docs/reflector.md) ------------------------------------
 
@@ -497,7 +504,7 @@ def entry_of(body: schemas.EntryIn) -> Entry:
     return Entry(
         body.text,
         body.importance,
-        tuple(body.replaces or ()),
-        tuple(body.cites or ()),
+        tuple(body.replaces),
+        tuple(body.cites),
         body.kind,
     )

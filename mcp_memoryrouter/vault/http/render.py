@@ -52,6 +52,7 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
             stored_by=stored_by(m.stored_by),
         )
     return schemas.MemoryRow(
+        **currency(m),
         id=m.id,
         tier=m.tier,
         content=m.content,
@@ -124,12 +125,16 @@ def checkout(result: Batch | EmptyCheckout) -> schemas.CheckoutResponse:
         covers=covers(result.covers_from, result.covers_to),
         lease_expires_at=format_ms(result.lease_until),
         memories=[
-            schemas.CheckoutMemory(text=s.content, date=format_ms(s.date_from))
-            for s in result.sources
+            schemas.CheckoutMemory(
+                text=s.content,
+                date=format_ms(s.date_from),
+                line=line if result.contract == 2 else None,
+            )
+            for line, s in enumerate(result.sources, 1)
         ],
         source_ids=[s.id for s in result.sources],
         reflection_contract=schemas.ReflectionContract.model_validate(
-            contract.reflection_contract(result.tier)
+            contract.reflection_contract(result.tier, result.contract, result.related)
         ),
         tier_definitions=schemas.TierDefinitions.model_validate(
             contract.tier_definitions(result.tier)
@@ -154,6 +159,16 @@ def committed(outcome: CommitOutcome, counters: Counters) -> schemas.CommitRespo
     )
 
 
+def currency(m: Memory) -> dict[str, Any]:
+    """A reflection's ``superseded`` and ``kind`` fields, when set."""
+    fields: dict[str, Any] = {"kind": m.kind}
+    if m.superseded is not None:
+        fields["superseded"] = schemas.SupersededBy(
+            at=format_ms(m.superseded.at), by=m.superseded.by
+        )
+    return fields
+
+
 def lineage_row(m: Memory, score: float | None = None) -> schemas.LineageRow:
     return schemas.LineageRow(
         id=m.id,
@@ -165,6 +180,7 @@ def lineage_row(m: Memory, score: float | None = None) -> schemas.LineageRow:
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
         score=None if score is None else round(score, 4),
         stored_by=stored_by(m.stored_by),
+        **currency(m),
         **support(m.support),
     )
 
@@ -181,6 +197,7 @@ def inspect(found: Lineage, offset: int, page: int) -> schemas.InspectResponse:
         batch_id=m.batch_id,
         covers=None if m.tier == 1 else covers(m.date_from, m.date_to),
         stored_by=stored_by(m.stored_by),
+        **currency(m),
     )
     if m.tier > 1:
         present = found.sources_total - found.sources_deleted
@@ -252,7 +269,10 @@ def server_reflector(runs: ReflectorRuns, configured: bool, now_ms: int) -> sche
 
 
 def stats(
-    found: Stats, pending_embeddings: int, reflector: schemas.ServerReflector | None = None
+    found: Stats,
+    pending_embeddings: int,
+    reflector: schemas.ServerReflector | None = None,
+    preferences: int = 0,
 ) -> schemas.StatsResponse:
     tiers = {
         str(tier): schemas.TierStats(
@@ -268,6 +288,7 @@ def stats(
         oldest=None if found.oldest_ms is None else format_ms(found.oldest_ms),
         newest=None if found.newest_ms is None else format_ms(found.newest_ms),
         pending_embeddings=pending_embeddings,
+        preferences=preferences,
         reflection=reflection(found.counters),
         server_reflector=reflector,
     )

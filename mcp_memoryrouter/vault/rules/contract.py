@@ -19,9 +19,11 @@ from mcp_memoryrouter.limits import (
     ENTRY_CHARS_MIN,
     IMPORTANCE_MAX,
     IMPORTANCE_MIN,
+    RELATED_MAX,
     holds_an_id,
 )
-from mcp_memoryrouter.vault.rules.domain import Entry, SourceTier
+from mcp_memoryrouter.vault.rules.dates import day
+from mcp_memoryrouter.vault.rules.domain import Entry, Related, SourceTier
 
 CONTRACT_VERSION = 1
 
@@ -84,21 +86,87 @@ _LEGACY_DEFINITIONS: dict[int, str] = {
 }
 
 
-def reflection_contract(source_tier: SourceTier) -> dict[str, Any]:
+def reflection_contract(
+    source_tier: SourceTier, version: int = 1, related: Sequence[Related] = ()
+) -> dict[str, Any]:
+    """The contract a checkout hands the model: version 1 (the default, unchanged), or
+    version 2 with the ``related`` reflections the vault already holds, by label."""
     target = source_tier + 1
+    schema = {
+        "text": f"string, {ENTRY_CHARS_MIN} to {ENTRY_CHARS_MAX} chars, clean standalone "
+        "prose, no IDs or scores inline",
+        "importance": f"integer {IMPORTANCE_MIN} to {IMPORTANCE_MAX}",
+    }
+    instructions = _INSTRUCTIONS[target]
+    shown: dict[str, Any] = {}
+    if version == 2:
+        schema.update(_SCHEMA_2)
+        instructions = _instructions_2(target, related)
+        shown["labels"] = [r.label for r in related]
     return {
-        "version": CONTRACT_VERSION,
+        "version": version,
         "target_tier": target,
-        "instructions": _INSTRUCTIONS[target],
-        "entry_schema": {
-            "text": f"string, {ENTRY_CHARS_MIN} to {ENTRY_CHARS_MAX} chars, clean standalone "
-            "prose, no IDs or scores inline",
-            "importance": f"integer {IMPORTANCE_MIN} to {IMPORTANCE_MAX}",
-        },
+        "instructions": instructions,
+        "entry_schema": schema,
         "min_entries": ENTRIES_MIN,
         "max_entries": ENTRIES_MAX,
         "recommended_entries": ENTRIES_RECOMMENDED,
+        **shown,
     }
+
+
+def related_line(related: Related) -> str:
+    """How the contract shows an existing reflection: ``[R1] 2026-02-01 to 2026-02-09: text``."""
+    start, end = day(related.covers_from), day(related.covers_to)
+    when = start if start == end else f"{start} to {end}"
+    return f"[{related.label}] {when}: {related.text}"
+
+
+def labels(count: int) -> list[str]:
+    """The labels of ``count`` related reflections, in the order shown: R1, R2, ..."""
+    return [f"R{n}" for n in range(1, min(count, RELATED_MAX) + 1)]
+
+
+_SCHEMA_2 = {
+    "replaces": "optional list of the labels (R1, R2, ...) of the reflections shown above "
+    "that this entry changes, corrects or contradicts",
+    "cites": "optional list of the numbers of the memory lines this entry draws on",
+    "kind": 'optional, "preference" for a lasting preference or standing instruction',
+}
+
+
+def _instructions_2(target: int, related: Sequence[Related]) -> str:
+    """Version 2: version 1's instructions with its answer line replaced by what version 2
+    adds (what the vault already holds, replaces, cites and kind) and its own answer line."""
+    first = _INSTRUCTIONS[target]
+    head = first[: first.rindex("- Answer with a JSON array")]
+    if related:
+        shown = "\n".join(map(related_line, related))
+        holds = (
+            "The vault already holds these reflections related to the memories below, "
+            "each with a label and the days it covers:\n" + shown + "\n"
+        )
+    else:
+        holds = "The vault holds no reflection related to the memories below yet.\n"
+    return (
+        head
+        + """- Write what is true now. When an entry changes, corrects or contradicts one of the
+  reflections shown with a label (a move, a changed plan, a new job, a preference that
+  changed), write the current fact in full and put that reflection's label in the entry's
+  "replaces" list. Do not restate a shown reflection that is still true. A label is not an
+  identifier: never write one inside the text.
+- The memories below are numbered: put the numbers of the lines an entry draws on in its
+  "cites" list.
+- When an entry records a lasting preference or a standing instruction ("always answer in
+  metric units", "I am vegetarian"), set "kind" to "preference"; a changed preference
+  replaces the old one like any fact.
+- Answer with a JSON array of objects {"text": "...", "importance": N, "replaces": ["R1"],
+  "cites": [3, 7], "kind": "preference"} (replaces, cites and kind only where they apply)
+  and nothing else.
+
+"""
+        + holds
+    )
 
 
 def tier_definitions(source_tier: SourceTier) -> dict[str, Any]:

@@ -31,6 +31,11 @@ def format_ms(ms: int) -> str:
     return stamp + f"{moment.microsecond // 1000:03d}Z"
 
 
+def day(ms: int) -> str:
+    """The UTC day of epoch milliseconds, ``2026-02-01``."""
+    return format_ms(ms)[:10]
+
+
 def parse_moment(text: str, *, field: str, end_of_day: bool = False) -> int:
     """Parse an ISO date or datetime into epoch ms.
 

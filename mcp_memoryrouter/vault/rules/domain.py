@@ -264,6 +264,17 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Related:
+    """An existing reflection a version-2 checkout shows the model: its label (``R1``...),
+    never its id, with the span it covers and its text."""
+
+    label: str
+    covers_from: int
+    covers_to: int
+    text: str
+
+
+@dataclass(frozen=True)
 class Batch:
     batch_id: str
     tier: SourceTier
@@ -272,6 +283,8 @@ class Batch:
     covers_to: int
     lease_until: int
     sources: tuple[Candidate, ...]
+    contract: int = 1  # the reflection contract's version it was checked out with
+    related: tuple[Related, ...] = ()  # what a version-2 checkout shows, in label order
 
 
 @dataclass(frozen=True)

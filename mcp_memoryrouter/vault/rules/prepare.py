@@ -36,6 +36,7 @@ DENSITY: dict[Density, ContextSize] = {
     "high": ContextSize(20, 6_000),
     "xhigh": ContextSize(40, 12_000),
 }
+PREFERENCES = "Standing preferences and instructions (always apply):"
 HEADINGS = {
     3: "High-level reflections (why it matters):",
     2: "Reflections (what happened):",
@@ -79,7 +80,14 @@ def line(memory: Memory) -> str:
         return f"- [{when}] {role}{quoted(memory.content)}"
     start, end = format_ms(memory.date_from)[:10], format_ms(memory.date_to)[:10]
     when = start if start == end else f"{start} to {end}"
-    return f"- [{when}] {quoted(memory.content)}{_gone(memory.support)}"
+    return f"- [{when}] {quoted(memory.content)}{_gone(memory.support)}{_replaced(memory)}"
+
+
+def _replaced(memory: Memory) -> str:
+    """What a reflection line says when a later one replaced it (nothing when current)."""
+    if memory.superseded is None:
+        return ""
+    return f" (replaced on {format_ms(memory.superseded.at)[:10]} by a newer reflection)"
 
 
 def _gone(support: Support | None) -> str:
@@ -92,13 +100,32 @@ def _gone(support: Support | None) -> str:
     return f" ({support.deleted} of its {support.total} sources {verb} deleted)"
 
 
-def build_context(hits: Sequence[ScoredMemory], budget: ContextSize) -> tuple[str, int, int]:
-    """(context, memories included, est. tokens): the best hits that fit, grouped by tier
-    (insight first), oldest first within a tier, inside the frame (which the budget pays
-    for too); nothing at all when no hit fits."""
+def standing(preferences: Sequence[Memory], tokens: int) -> list[Memory]:
+    """The current preferences prepare always includes, in the order given (most important
+    first), within ``tokens`` (heading included): what does not fit is left out."""
+    taken: list[Memory] = []
+    used = est_tokens(PREFERENCES) + 1
+    for memory in preferences:
+        cost = est_tokens(line(memory)) + 1
+        if used + cost <= tokens:
+            taken.append(memory)
+            used += cost
+    return taken
+
+
+def build_context(
+    hits: Sequence[ScoredMemory], budget: ContextSize, preferences: Sequence[Memory] = ()
+) -> tuple[str, int, int]:
+    """(context, memories included, est. tokens): the standing ``preferences`` first (chosen
+    by :func:`standing`), then the best hits that fit, grouped by tier (insight first),
+    oldest first within a tier, inside the frame (which the budget pays for too); nothing
+    at all when nothing fits."""
+    kept = {m.id for m in preferences}
     chosen: list[Memory] = []
     used = FRAME_TOKENS
-    for hit in hits[: budget.items]:
+    if preferences:
+        used += est_tokens(PREFERENCES) + 1 + sum(est_tokens(line(m)) + 1 for m in preferences)
+    for hit in [h for h in hits if h.memory.id not in kept][: budget.items]:
         cost = est_tokens(line(hit.memory)) + 1
         if all(m.tier != hit.memory.tier for m in chosen):  # a new section: its heading too
             cost += est_tokens(HEADINGS[hit.memory.tier]) + 1
@@ -107,6 +134,8 @@ def build_context(hits: Sequence[ScoredMemory], budget: ContextSize) -> tuple[st
         chosen.append(hit.memory)
         used += cost
     sections = []
+    if preferences:
+        sections.append("\n".join([PREFERENCES, *(line(m) for m in preferences)]))
     for tier in (3, 2, 1):
         rows = sorted((m for m in chosen if m.tier == tier), key=lambda m: (m.date_from, m.id))
         if rows:
@@ -114,4 +143,4 @@ def build_context(hits: Sequence[ScoredMemory], budget: ContextSize) -> tuple[st
     if not sections:
         return "", 0, 0
     context = "\n".join([PREAMBLE, "\n\n".join(sections), END])
-    return context, len(chosen), est_tokens(context)
+    return context, len(preferences) + len(chosen), est_tokens(context)

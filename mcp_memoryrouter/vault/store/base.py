@@ -52,7 +52,15 @@ from mcp_memoryrouter.vault.rules.evidence import Evidence
 from mcp_memoryrouter.vault.rules.selection import Selection
 from mcp_memoryrouter.vault.rules.window import Order, Page
 from mcp_memoryrouter.vault.search.vectors import Pending, VectorQuery
-from mcp_memoryrouter.vault.store import backup, evidence, memories, reflect, reflector, window
+from mcp_memoryrouter.vault.store import (
+    backup,
+    current,
+    evidence,
+    memories,
+    reflect,
+    reflector,
+    window,
+)
 
 T = TypeVar("T")
 _KEYS = (
@@ -289,6 +297,25 @@ class Store(ABC):
         return self._write(
             lambda tx: reflect.commit(tx, vault_id, batch_id, entries, now_ms, embed_model, writer)
         )
+
+    def relate(self, vault_id: str, batch_id: str, shown: Sequence[tuple[str, str]]) -> None:
+        """Record a version-2 checkout and the (label, reflection id) pairs it showed."""
+        self._write(lambda tx: current.relate(tx, vault_id, batch_id, shown))
+
+    def states(self, vault_id: str, ids: Sequence[str]) -> dict[str, current.State]:
+        """Which of ``ids`` were replaced, and their kinds (current rows of no kind: absent)."""
+        return self._read(lambda tx: current.states(tx, vault_id, ids)) if ids else {}
+
+    def superseded_ids(self, vault_id: str) -> frozenset[str]:
+        return self._read(lambda tx: current.superseded_ids(tx, vault_id))
+
+    def successors(self, vault_id: str, ids: Sequence[str]) -> dict[str, Memory]:
+        """The current reflection each replaced one among ``ids`` leads to."""
+        return self._read(lambda tx: current.successors(tx, vault_id, ids)) if ids else {}
+
+    def preferences(self, vault_id: str, kinds: Sequence[str]) -> list[Memory]:
+        """The vault's current memories of these kinds, most important and newest first."""
+        return self._read(lambda tx: current.preferences(tx, vault_id, kinds))
 
     def batch_lines(self, vault_id: str, batch_id: str) -> int | None:
         """How many lines the batch's checkout text held (None: no such batch)."""

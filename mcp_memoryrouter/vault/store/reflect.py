@@ -36,7 +36,7 @@ from mcp_memoryrouter.vault.rules.domain import (
     new_memory_id,
     reflection_tier,
 )
-from mcp_memoryrouter.vault.store import evidence
+from mcp_memoryrouter.vault.store import current, evidence
 from mcp_memoryrouter.vault.store.sql import (
     MEMORY_COLUMNS,
     WRITER_COLUMNS,
@@ -181,6 +181,7 @@ def commit(
         embed_model,
         writer,
     )
+    current.supersede(tx, vault_id, batch_id, entries, created, now_ms)
     tx.run(
         "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
         "WHERE id = ? AND vault_id = ?",
@@ -213,12 +214,13 @@ def create_reflections(
     created = [Created(new_memory_id(), e.importance) for e in entries]
     tx.many(
         "INSERT INTO memories (id, vault_id, tier, content, tokens, importance, date_from, "
-        f"date_to, batch_id, created_ms, dated, sources_total, {WRITER_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"date_to, batch_id, created_ms, dated, sources_total, kind, {WRITER_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 *(c.id, vault_id, target, e.text, est_tokens(e.text), e.importance),
                 *(covers[0], covers[1], batch_id, now_ms, date_words(*covers), len(sources)),
+                e.kind,
                 *writer_columns(writer),
             )
             for c, e in zip(created, entries, strict=True)

@@ -1,0 +1,152 @@
+"""Facts that stay current, in SQL once for both stores: the reflections a version-2
+checkout showed (by label), their replacement at commit, and what a reader needs to rank the
+current fact first (docs/consolidation.md#contract-2). Each runs inside the caller's
+transaction or read snapshot.
+
+A replaced reflection is never deleted: it is marked ``superseded`` with the time it stopped
+being current and the reflection that replaced it, and keeps its lineage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp_memoryrouter.db import Tx
+from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.limits import SUPERSEDED_CHAIN_MAX
+from mcp_memoryrouter.vault.rules.domain import Created, Entry, Kind, Memory, Superseded
+from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
+
+PREFERENCES_READ = 200  # current preferences read at most for one prepare or search
+
+State = tuple[Superseded | None, Kind | None]
+
+
+def relate(tx: Tx, vault_id: str, batch_id: str, shown: Sequence[tuple[str, str]]) -> None:
+    """Record a version-2 checkout: its contract, and the (label, reflection id) it showed."""
+    tx.run("UPDATE batches SET contract = 2 WHERE id = ? AND vault_id = ?", (batch_id, vault_id))
+    tx.many(
+        "INSERT INTO batch_related (batch_id, vault_id, label, memory_id) VALUES (?, ?, ?, ?)",
+        [(batch_id, vault_id, label, memory_id) for label, memory_id in shown],
+    )
+
+
+def supersede(
+    tx: Tx,
+    vault_id: str,
+    batch_id: str,
+    entries: Sequence[Entry],
+    created: Sequence[Created],
+    now_ms: int,
+) -> int:
+    """Resolve each entry's ``replaces`` labels to the reflections its checkout showed and
+    mark each replaced (the first entry naming one replaces it); refuse a label the checkout
+    did not show. The number of reflections marked."""
+    named = [(i, label) for i, e in enumerate(entries) for label in e.replaces]
+    if not named:
+        return 0
+    row = tx.one("SELECT contract FROM batches WHERE id = ? AND vault_id = ?", (batch_id, vault_id))
+    if row is None or row[0] != 2:
+        index = named[0][0]
+        raise InvalidRequest(
+            "replaces names a reflection a version-2 checkout showed, and this batch was "
+            'checked out with contract 1: check out with "contract": 2, or leave replaces out',
+            {"field": f"entries[{index}].replaces"},
+        )
+    shown: dict[str, str] = dict(
+        tx.all(
+            "SELECT label, memory_id FROM batch_related WHERE batch_id = ? AND vault_id = ?",
+            (batch_id, vault_id),
+        )
+    )
+    for index, label in named:
+        if label not in shown:
+            offered = ", ".join(sorted(shown, key=lambda s: int(s[1:]))) or "none"
+            raise InvalidRequest(
+                f"replaces names {label}, which this checkout did not show (it showed: "
+                f"{offered}): name only the labels of the contract's related reflections",
+                {"field": f"entries[{index}].replaces"},
+            )
+    marked = 0
+    for index, label in named:
+        marked += tx.run(
+            "UPDATE memories SET superseded_ms = ?, superseded_by = ? "
+            "WHERE vault_id = ? AND id = ? AND superseded_ms IS NULL",
+            (now_ms, created[index].id, vault_id, shown[label]),
+        )
+    return marked
+
+
+def states(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, State]:
+    """Whether each of the vault's memories among ``ids`` was replaced, and its kind; a
+    memory that is current and of no kind is left out."""
+    if not ids:
+        return {}
+    test, params = tx.among(sorted(set(ids)))
+    rows = tx.all(
+        "SELECT id, superseded_ms, superseded_by, kind FROM memories WHERE vault_id = ? "
+        f"AND id {test} AND (superseded_ms IS NOT NULL OR kind IS NOT NULL)",
+        [vault_id, *params],
+    )
+    return {r[0]: (None if r[1] is None else Superseded(int(r[1]), r[2]), r[3]) for r in rows}
+
+
+def superseded_ids(tx: Tx, vault_id: str) -> frozenset[str]:
+    """Every reflection of the vault that was replaced."""
+    rows = tx.all(
+        "SELECT id FROM memories WHERE vault_id = ? AND superseded_ms IS NOT NULL", (vault_id,)
+    )
+    return frozenset(r[0] for r in rows)
+
+
+def successors(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Memory]:
+    """For each replaced reflection among ``ids``, the current one its replacements lead to
+    (followed at most ``SUPERSEDED_CHAIN_MAX`` steps; a chain that ends at a deleted
+    reflection leads nowhere)."""
+    heads = {i: i for i in ids}
+    found: dict[str, str] = {}
+    for _ in range(SUPERSEDED_CHAIN_MAX):
+        if not heads:
+            break
+        test, params = tx.among(sorted(set(heads.values())))
+        rows: dict[str, str | None] = dict(
+            tx.all(
+                f"SELECT id, superseded_by FROM memories WHERE vault_id = ? AND id {test}",
+                [vault_id, *params],
+            )
+        )
+        moved: dict[str, str] = {}
+        for start, head in heads.items():
+            if head not in rows:
+                continue  # deleted: leads nowhere
+            after = rows[head]
+            if after is not None:
+                moved[start] = after
+            elif head != start:
+                found[start] = head
+        heads = moved
+    if not found:
+        return {}
+    test, params = tx.among(sorted(set(found.values())))
+    memories = {
+        m.id: m
+        for m in map(
+            memory_from_row,
+            tx.all(
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.vault_id = ? AND m.id {test}",
+                [vault_id, *params],
+            ),
+        )
+    }
+    return {start: memories[head] for start, head in found.items() if head in memories}
+
+
+def preferences(tx: Tx, vault_id: str, kinds: Sequence[str]) -> list[Memory]:
+    """The vault's current memories of these kinds, most important and newest first."""
+    test, params = tx.among(sorted(set(kinds)))
+    rows = tx.all(
+        f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.vault_id = ? AND m.kind {test} "
+        "AND m.superseded_ms IS NULL ORDER BY m.importance DESC, m.date_to DESC, m.id LIMIT ?",
+        [vault_id, *params, PREFERENCES_READ],
+    )
+    return [memory_from_row(r) for r in rows]
