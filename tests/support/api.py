@@ -22,10 +22,19 @@ COMMIT = "/v1/memory/consolidate/commit"
 
 
 def seed(vault: Vault, count: int, chars: int = 40) -> list[str]:
-    ids: list[str] = []
-    for i in range(count):
-        text = f"memory number {i:05d} " + "x" * max(0, chars - 20)
-        ids += vault.ingest(text, date=f"2026-02-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z")["ids"]
+    """``count`` raw memories a second apart, written in one ingest; their ids in order."""
+    messages = [
+        {
+            "role": "user",
+            "content": f"memory number {i:05d} " + "x" * max(0, chars - 20),
+            "date": f"2026-02-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z",
+        }
+        for i in range(count)
+    ]
+    response = vault.post("/v1/memory/ingest", {"messages": messages})
+    assert response.status_code == 202, response.text
+    ids: list[str] = response.json()["ids"]
+    assert len(ids) == count
     return ids
 
 
