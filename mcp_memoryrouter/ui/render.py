@@ -236,6 +236,10 @@ def meta(row: schemas.MemoryRow | schemas.LineageRow) -> str:
         parts.append(f'<span class="role">{esc(row.role)}</span>')
     if row.score is not None:
         parts.append(f'<span class="score">score {row.score:.3f}</span>')
+    if isinstance(row, schemas.LineageRow) and row.evidence is not None:
+        mark = row.evidence
+        cited = ", cited" if mark.cited else ""
+        parts.append(f'<span class="evidence">evidence {mark.score:.3f}{cited}</span>')
     parts.append(support(row))
     return " ".join(m for m in parts if m)
 

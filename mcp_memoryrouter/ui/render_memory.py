@@ -49,7 +49,7 @@ def memory_page(
         f'<article class="memory-page t{found.tier}"><p class="meta">{facts(found)}</p>'
         f'<blockquote class="content">{esc(found.content)}</blockquote>'
         f'<p class="note">id <code>{esc(found.memory_id)}</code></p>'
-        f"{stored_by_note(found.stored_by)}</article>"
+        f"{stored_by_note(found.stored_by)}{weak_note(found)}</article>"
         f"{corrections}{up_section(found, viewer)}"
     )
     if found.tier > 1:
@@ -82,6 +82,16 @@ SURFACE_NAMES: dict[schemas.Surface, str] = {
     "consolidator": "a consolidation loop",
     "reflector": "the server's reflector",
 }
+
+
+def weak_note(found: schemas.InspectResponse) -> str:
+    """A reflection no source of its batch supported well when it was committed."""
+    if not found.weak_support:
+        return ""
+    return (
+        '<p class="note weak-support">Weakly supported: no memory it was built from says '
+        "much of this. Check it against its sources below.</p>"
+    )
 
 
 def stored_by_note(stored_by: schemas.StoredBy | None) -> str:

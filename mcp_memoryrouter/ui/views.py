@@ -221,13 +221,16 @@ def sources_summary(found: schemas.InspectResponse, *, paged: bool) -> str:
         return summary + ": every source is gone, this reflection stands alone."
     if not shown:
         return summary + "."
+    order = "most similar first"
+    if found.evidence_total:  # its own evidence first (docs/consolidation.md)
+        order = f"its evidence first ({count(found.evidence_total, 'source', 'sources')})"
     if paged or offset:
         listed = f"Listed below: {offset + 1} to {offset + shown} of the {total - deleted}"
-        return f"{summary}. {listed}, most similar first."
+        return f"{summary}. {listed}, {order}."
     if shown == 1:
         return f"{summary}. {'The one left' if deleted else 'It'} is listed below."
     listed = f"The {shown} left are" if deleted else f"All {shown} are"
-    return f"{summary}. {listed} listed below, most similar first."
+    return f"{summary}. {listed} listed below, {order}."
 
 
 @dataclass(frozen=True)

@@ -225,3 +225,24 @@ def test_the_button_says_why_the_servers_last_run_failed_and_when_it_tries_again
     assert 'id="reflector-failed"' not in render_overview.consolidate_now(
         views.ConsolidateNow(action="/ui/consolidate"), VIEWER
     )
+
+
+def test_a_reflections_page_lists_its_evidence_first_and_flags_weak_support() -> None:
+    def row(i: int, evidence: schemas.EvidenceMark | None = None) -> schemas.LineageRow:
+        return schemas.LineageRow(
+            id=f"s{i}", tier=1, content=f"c{i}", role=None, importance=None, date="d",
+            evidence=evidence,
+        )  # fmt: skip
+
+    cited = schemas.EvidenceMark(rank=1, score=0.8125, cited=True)
+    found = schemas.InspectResponse(
+        memory_id="r", tier=2, content="c", date="d", sources_total=3, evidence_total=1,
+        weak_support=True, sources=[row(0, cited), row(1), row(2)], offset=0,
+    )  # fmt: skip
+    said = "3 sources. All 3 are listed below, its evidence first (1 source)."
+    assert views.sources_summary(found, paged=False) == said
+    html = render_memory.memory_page(found, VIEWER, next_offset=None)
+    assert html.count('class="evidence"') == 1 and "evidence 0.812, cited" in html
+    assert 'class="note weak-support"' in html
+    steady = found.model_copy(update={"weak_support": None})
+    assert "weak-support" not in render_memory.memory_page(steady, VIEWER, next_offset=None)
