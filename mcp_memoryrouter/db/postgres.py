@@ -130,8 +130,9 @@ class Pool(ConnectionPool[Conn]):
             raise
 
     def noticed(self, exc: BaseException) -> None:
-        """Record a failure: the database is away if ``exc`` says it could not be reached."""
-        if isinstance(exc, PoolTimeout | psycopg.OperationalError) and not isinstance(
+        """Record a failure: the database is away if ``exc`` says it could not be reached
+        (not a checkout that timed out: that is a busy pool, its database answering)."""
+        if isinstance(exc, psycopg.OperationalError) and not isinstance(
             exc, errors.QueryCanceled
         ):
             self.away_since = self.away_since or time.monotonic()
@@ -146,11 +147,7 @@ class Pool(ConnectionPool[Conn]):
         :data:`AWAY_WAIT_SECONDS`: a turn that ends while the database is away ends the
         wait, so a request answers 503 in seconds instead of queueing for the whole
         timeout. Failures and answers are recorded."""
-        try:
-            conn = self._waited(self.timeout if timeout is None else timeout)
-        except PoolTimeout as exc:
-            self.noticed(exc)
-            raise
+        conn = self._waited(self.timeout if timeout is None else timeout)
         try:
             with conn:
                 yield conn
@@ -175,7 +172,12 @@ class Pool(ConnectionPool[Conn]):
 def unavailable(exc: BaseException) -> StoreUnavailable:
     """The 503 a caller answers when the database failed it: a message that says what to do,
     and the ``Retry-After`` to send."""
-    if isinstance(exc, PoolTimeout | psycopg.OperationalError):
+    if isinstance(exc, PoolTimeout):
+        message = (
+            "no database connection came free in time (the database is away, or busy); "
+            f"try again in {RETRY_AFTER_SECONDS} s"
+        )
+    elif isinstance(exc, psycopg.OperationalError):
         message = (
             "the database cannot be reached right now (restarting or failing over?); "
             f"try again in {RETRY_AFTER_SECONDS} s"
