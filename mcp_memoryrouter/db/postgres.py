@@ -132,9 +132,7 @@ class Pool(ConnectionPool[Conn]):
     def noticed(self, exc: BaseException) -> None:
         """Record a failure: the database is away if ``exc`` says it could not be reached
         (not a checkout that timed out: that is a busy pool, its database answering)."""
-        if isinstance(exc, psycopg.OperationalError) and not isinstance(
-            exc, errors.QueryCanceled
-        ):
+        if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, errors.QueryCanceled):
             self.away_since = self.away_since or time.monotonic()
 
     def answered(self) -> None:
