@@ -166,3 +166,41 @@ def test_the_suggestion_names_the_tiers_to_consolidate_raw_first(
 ) -> None:
     assert tiers_named(suggestion) == tiers
     assert next_tier(suggestion) == (tiers[0] if tiers else None)
+
+
+SECOND = EntryRules(labels=("R1", "R2"), lines=3)
+
+
+def test_contract_2_fields_are_read_from_the_answer() -> None:
+    answer = json.dumps(
+        [
+            {"text": "Ana lives in Denver.", "importance": 7, "replaces": ["R2"], "cites": [3]},
+            {"text": "Metric units, always.", "importance": 8, "kind": "preference"},
+        ]
+    )
+    first, second = parse_answer(answer, SECOND)
+    assert (first.replaces, first.cites, first.kind) == (["R2"], [3], None)
+    assert (second.replaces, second.cites, second.kind) == ([], [], "preference")
+
+
+def test_a_label_that_was_not_shown_is_refused_naming_the_labels_shown() -> None:
+    answer = json.dumps([{"text": "Ana lives in Denver.", "importance": 7, "replaces": ["R3"]}])
+    with pytest.raises(InvalidAnswer, match=r"entries\[0\]\.replaces names R3.*shown: R1, R2"):
+        parse_answer(answer, SECOND)
+    with pytest.raises(InvalidAnswer, match="shown: none"):
+        parse_answer(answer, EntryRules())
+
+
+def test_cites_outside_the_batch_and_an_unknown_kind_are_left_out() -> None:
+    item = {"text": "Ana lives in Denver.", "importance": 7, "cites": [0, 2, 4, "1"], "kind": "x"}
+    [entry] = parse_answer(json.dumps([item]), SECOND)
+    assert (entry.cites, entry.kind) == ([2], None)
+
+
+def test_contract_2_memory_lines_are_numbered() -> None:
+    memories = [
+        schemas.CheckoutMemory(text="We chose Postgres.", date="2026-02-01T04:11:09.000Z", line=1)
+    ]
+    assert model_input(contract(), memories).endswith(
+        "\n\n1. [2026-02-01T04:11:09.000Z] We chose Postgres.\n"
+    )
