@@ -40,6 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -105,6 +106,7 @@ class Run:
     deadline: float = 0.0
     pids: list[int] = field(default_factory=list)  # the servers (default: our serve child)
     balancer_pid: int | None = None
+    database: str = ""  # a PostgreSQL database's name: its backends' CPU is measured
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -238,6 +240,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def backends_cpu(database: str) -> dict[int, float]:
+    """CPU seconds of every PostgreSQL backend serving ``database`` (its name is in their
+    process title), by pid."""
+    if not database:
+        return {}
+    found = {}
+    for pid, (_, cmdline) in processes().items():
+        if cmdline.startswith("postgres:") and f" {database} " in cmdline:
+            try:
+                found[pid] = cpu_seconds(pid)
+            except OSError:  # gone meanwhile
+                continue
+    return found
+
+
 def machine_busy() -> tuple[float, float]:
     """(busy, total) jiffies of all cores, from /proc/stat."""
     values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -285,6 +302,7 @@ class Usage:
     rss_end: float
     lag_p99: float
     balancer_cpu: float = 0.0
+    database_cpu: float = 0.0
 
 
 async def measure(run: Run, clients: int, duration: float) -> Usage:
@@ -301,12 +319,14 @@ async def measure(run: Run, clients: int, duration: float) -> Usage:
         rss_start = sum(rss_mib(pid) for pid in pids)
         start, cpu0 = time.perf_counter(), time.process_time()
         srv0, bal0 = sum(map(cpu_seconds, pids)), sum(map(cpu_seconds, balancer))
+        db0 = backends_cpu(run.database)
         busy0, total0 = machine_busy()
         run.deadline = start + duration
         run.started.set()
         tasks.start_soon(probe.sample, run.deadline)
     wall = time.perf_counter() - start
     busy1, total1 = machine_busy()
+    db1 = backends_cpu(run.database)
     return Usage(
         wall=wall,
         client_cpu=(time.process_time() - cpu0) / wall,
@@ -317,6 +337,7 @@ async def measure(run: Run, clients: int, duration: float) -> Usage:
         rss_end=sum(rss_mib(pid) for pid in pids),
         lag_p99=percentile(probe.lag_ms or [0.0], 0.99),
         balancer_cpu=(sum(map(cpu_seconds, balancer)) - bal0) / wall,
+        database_cpu=sum(cpu - db0.get(pid, 0.0) for pid, cpu in db1.items()) / wall,
     )
 
 
@@ -404,6 +425,7 @@ def replica_row(run: Run, usage: Usage, count: int, cores: list[int | None]) -> 
         f"{percentile(values, 0.99):.0f}" if values else "-",
         f"{per_call:.0f}",
         f"{usage.server_cpu:.2f}",
+        f"{usage.database_cpu:.2f}",
         f"{usage.balancer_cpu:.2f}",
         f"{usage.machine_busy:.2f}",
         str(errors),
@@ -427,6 +449,7 @@ def replica_runs(args: argparse.Namespace, counts: list[int]) -> None:
             with replicas(url, count, Path(tmp) / f"x{count}", env, not args.no_pin) as r:
                 run = Run(r.url, key, args.size, args.timeout, args.batch_tokens, args.think)
                 run.pids, run.balancer_pid = r.pids, r.balancer_pid
+                run.database = urlsplit(url).path.lstrip("/")
                 usage = anyio.run(measure, run, args.clients, args.duration)
             print(f"--- {count} replica(s) behind Caddy, pinned to cores {r.cores}")
             report(run, usage, args.clients)
@@ -440,7 +463,8 @@ def replica_runs(args: argparse.Namespace, counts: list[int]) -> None:
         f"server code {version}"
     )
     headers = ["replicas", "cores", "calls/s", "vs first", "p50 ms", "p99 ms"]
-    headers += ["server CPU ms/call", "servers' cores", "Caddy cores", "machine busy", "errors"]
+    headers += ["server CPU ms/call", "servers' cores", "database cores", "Caddy cores"]
+    headers += ["machine busy", "errors"]
     print(table(headers, rows))
 
 
