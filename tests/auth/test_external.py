@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,9 @@ from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.vault.service import VaultService
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
+from tests.support import Clock
 from tests.support.loopback import borrowed
-from tests.support.oauth import Clock, OAuthServer, call_mcp
+from tests.support.oauth import OAuthServer, call_mcp
 
 
 @dataclass
@@ -45,8 +47,8 @@ def new_key(kid: str) -> RSAKey:
     return RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig"}, private=True)
 
 
-@pytest.fixture
-def idp() -> Iterator[IdentityProvider]:
+@pytest.fixture(scope="module")
+def shared_idp() -> Iterator[IdentityProvider]:
     with borrowed() as slot:
         provider = IdentityProvider(slot.url, [new_key("k1")])
 
@@ -55,6 +57,15 @@ def idp() -> Iterator[IdentityProvider]:
 
         with slot.serving(Starlette(routes=[Route("/jwks.json", jwks)]), lifespan="on"):
             yield provider
+
+
+@pytest.fixture
+def idp(shared_idp: IdentityProvider) -> Iterator[IdentityProvider]:
+    """The module's identity provider (a 2048-bit key costs a tenth of a second), its keys
+    put back after the test."""
+    keys = list(shared_idp.keys)
+    yield shared_idp
+    shared_idp.keys[:] = keys
 
 
 def make_vault(data_dir: Path) -> str:
@@ -81,16 +92,40 @@ def external_settings(data_dir: Path, idp: IdentityProvider, base: str) -> Setti
     )
 
 
-@pytest.fixture
-def external(tmp_path: Path, idp: IdentityProvider) -> Iterator[OAuthServer]:
-    key = make_vault(tmp_path)
-    write_bindings(tmp_path / "oauth-bindings.json", {"alice": key})
+@contextmanager
+def external_at(data_dir: Path, idp: IdentityProvider) -> Iterator[OAuthServer]:
+    """A server in external mode; "alice" is bound to its one vault."""
+    key = make_vault(data_dir)
+    write_bindings(data_dir / "oauth-bindings.json", {"alice": key})
     with borrowed() as slot:
         clock = Clock()
-        server = create_server(external_settings(tmp_path, idp, slot.url), clock=clock)
+        server = create_server(external_settings(data_dir, idp, slot.url), clock=clock)
         assert server.service is not None
         with slot.serving(server.app, lifespan="on"):
             yield OAuthServer(slot.url, server, server.service, key, clock)
+
+
+@pytest.fixture(scope="module")
+def shared_external(
+    tmp_path_factory: pytest.TempPathFactory, shared_idp: IdentityProvider
+) -> Iterator[OAuthServer]:
+    with external_at(tmp_path_factory.mktemp("external"), shared_idp) as server:
+        yield server
+
+
+@pytest.fixture
+def external(shared_external: OAuthServer, idp: IdentityProvider) -> Iterator[OAuthServer]:
+    """The module's server (only one test writes to alice's vault), its clock put back."""
+    yield shared_external
+    shared_external.clock.offset = 0.0
+
+
+@pytest.fixture
+def own_external(tmp_path: Path, idp: IdentityProvider) -> Iterator[OAuthServer]:
+    """A server of the test's own: what it fetched of the provider's keys, and when, is
+    what the test is about."""
+    with external_at(tmp_path, idp) as server:
+        yield server
 
 
 def test_a_bound_token_from_the_issuer_reaches_its_vault_with_its_scopes(
@@ -139,8 +174,9 @@ def test_a_token_signed_by_an_unpublished_key_is_401(
 
 
 def test_a_rotated_signing_key_is_fetched_when_first_seen(
-    external: OAuthServer, idp: IdentityProvider
+    own_external: OAuthServer, idp: IdentityProvider
 ) -> None:
+    external = own_external
     claims: dict[str, Any] = {
         "aud": external.mcp_url,
         "scope": "memories:read",
