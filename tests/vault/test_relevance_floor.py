@@ -5,7 +5,6 @@ local model, as ``serve`` composes the vault)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +12,10 @@ import pytest
 from tests.support.store import GUITAR, UNRELATED, ComposedVault
 
 
-@pytest.fixture
-def composed(tmp_path: Path) -> Iterator[ComposedVault]:
-    vault = ComposedVault(tmp_path)
+@pytest.fixture(scope="module")
+def composed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposedVault]:
+    """One vault for the module: its tests only search it."""
+    vault = ComposedVault(tmp_path_factory.mktemp("composed"))
     vault.ingest(*UNRELATED[:6])
     vault.ingest(*UNRELATED[6:])
     vault.ingest(*GUITAR)
