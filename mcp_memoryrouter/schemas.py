@@ -650,6 +650,8 @@ class InspectResponse(BaseModel):
     # reflections: replaced by a later one (absent while current), and the kind when set
     superseded: SupersededBy | None = Field(default=None, exclude_if=_omit_none)
     kind: Kind | None = Field(default=None, exclude_if=_omit_none)
+    # a reflection that replaced earlier ones: those (each superseded by it), newest first
+    replaced: list[LineageRow] | None = Field(default=None, exclude_if=_omit_none)
 
 
 class DeleteChoice(BaseModel):

@@ -618,6 +618,11 @@ class VaultService:
         access.require_read()
         return self._store.preferences(access.vault_id, limits.KINDS)
 
+    def replaced(self, access: Access, memory_id: str) -> list[Memory]:
+        """The reflections ``memory_id`` replaced (what its page says it replaced)."""
+        access.require_read()
+        return self._stored_by(access.vault_id, self._store.replaced(access.vault_id, memory_id))
+
     def timeline(self, access: Access, size: BucketSize) -> Timeline:
         """The vault's memories per day, week or month, by tier (not metered, like stats)."""
         access.require_read()

@@ -372,7 +372,11 @@ class VaultAPI:
     ) -> schemas.InspectResponse:
         session_id = body.session_id or session
         found = self._service.inspect(access, body.memory_id, body.offset, session_id, body.order)
-        return render.inspect(found, body.offset, limits.INSPECT_PAGE)
+        page = render.inspect(found, body.offset, limits.INSPECT_PAGE)
+        if found.memory.tier > 1:
+            earlier = self._service.replaced(access, found.memory.id)
+            page.replaced = [render.lineage_row(m) for m in earlier] or None
+        return page
 
     def delete_ids(
         self, access: Access, body: schemas.DeleteIdsRequest

@@ -313,6 +313,10 @@ class Store(ABC):
         """The current reflection each replaced one among ``ids`` leads to."""
         return self._read(lambda tx: current.successors(tx, vault_id, ids)) if ids else {}
 
+    def replaced(self, vault_id: str, memory_id: str) -> list[Memory]:
+        """The reflections ``memory_id`` replaced, newest first."""
+        return self._read(lambda tx: current.replaced(tx, vault_id, memory_id))
+
     def preferences(self, vault_id: str, kinds: Sequence[str]) -> list[Memory]:
         """The vault's current memories of these kinds, most important and newest first."""
         return self._read(lambda tx: current.preferences(tx, vault_id, kinds))

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from mcp_memoryrouter.db import Tx
 from mcp_memoryrouter.errors import InvalidRequest
-from mcp_memoryrouter.limits import SUPERSEDED_CHAIN_MAX
+from mcp_memoryrouter.limits import RELATED_MAX, SUPERSEDED_CHAIN_MAX
 from mcp_memoryrouter.vault.rules.domain import Created, Entry, Kind, Memory, Superseded
 from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
 
@@ -139,6 +139,18 @@ def successors(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Memory]:
         )
     }
     return {start: memories[head] for start, head in found.items() if head in memories}
+
+
+def replaced(tx: Tx, vault_id: str, memory_id: str) -> list[Memory]:
+    """The reflections ``memory_id`` replaced (each marked superseded by it), newest first:
+    one entry names at most ``RELATED_MAX`` of them."""
+    rows = tx.all(
+        f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.vault_id = ? "
+        "AND m.superseded_ms IS NOT NULL AND m.superseded_by = ? "
+        "ORDER BY m.date_to DESC, m.id LIMIT ?",
+        (vault_id, memory_id, RELATED_MAX),
+    )
+    return [memory_from_row(r) for r in rows]
 
 
 def preferences(tx: Tx, vault_id: str, kinds: Sequence[str]) -> list[Memory]:
