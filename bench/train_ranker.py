@@ -49,7 +49,7 @@ from mcp_memoryrouter.vault.search.features import FEATURES, Candidates, matrix
 
 SEED = 7
 LIMIT = 50
-DEFAULT_TRAIN = "lifebench:lumingqiang,songyajing"
+DEFAULT_TRAIN = "lifebench:lumingqiang,songyajing;locomo:conv0,conv1,conv2,conv3,conv4"
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
     "metric": "ndcg",
@@ -67,7 +67,7 @@ PARAMS: dict[str, Any] = {
     "num_threads": 1,
     "verbose": -1,
 }
-ROUNDS = 300
+ROUNDS = 150
 
 
 @dataclass
@@ -101,7 +101,7 @@ def search_all(root: Path, name: str) -> list[Asked]:
     asked = []
     try:
         for vault in json.loads((root / name / "meta.json").read_text()):
-            vault_id = keys.authenticate(vault["key"]).vault_id
+            vault_id = vault.get("vault_id") or keys.authenticate(vault["key"]).vault_id
             for q in vault["questions"]:
                 at = _ms(q["ask_time"])
                 where = (
@@ -245,7 +245,7 @@ def compare(held: list[Asked], ranker: learned.LearnedRanker, title: str) -> Non
 
 
 def calibration_table(held: list[Asked], ranker: learned.LearnedRanker) -> None:
-    bins = np.array([0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0001])
+    bins = np.array([0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0001])
     counts = np.zeros(len(bins) - 1)
     hits = np.zeros(len(bins) - 1)
     for q in held:
@@ -257,7 +257,7 @@ def calibration_table(held: list[Asked], ranker: learned.LearnedRanker) -> None:
     print("\ncalibration on held-out candidates (probability bin: candidates, share evidence)")
     for i in range(len(counts)):
         share = hits[i] / counts[i] if counts[i] else 0
-        print(f"  [{bins[i]:.2f}, {bins[i + 1]:.2f}): {int(counts[i])}  {share:.3f}")
+        print(f"  [{bins[i]:.3f}, {bins[i + 1]:.3f}): {int(counts[i])}  {share:.3f}")
 
 
 def select(asked: list[Asked], spec: str) -> list[Asked]:
@@ -277,7 +277,9 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--floor", type=float, default=learned.FLOOR)
     args = parser.parse_args()
+    learned.FLOOR = args.floor  # what the pages below are cut with
     asked = [q for name in args.sets.split(",") for q in valid(search_all(args.root, name))]
     chosen = select(asked, args.train)
     started = time.perf_counter()

@@ -56,6 +56,9 @@ FEATURES: tuple[str, ...] = (
     "age_days_log",  # log(1 + days before the newest candidate)
     "date_rank",  # its place among the candidates by date, newest first, over their number
     "query_terms",  # how many words the question has
+    "bm25_best",  # the search's best BM25 (how well the question's words matched at all)
+    "cosine_best",  # the search's best cosine
+    "lead_name",  # 1 when one of its first three words is a name the question holds
 )
 
 
@@ -216,7 +219,7 @@ def matrix(found: Candidates, count: int) -> npt.NDArray[np.float32]:
             day_best[i],
             day_count[m.date_from // _DAY_MS],
         )
-        rows[i, 18:] = (
+        rows[i, 18:-1] = (
             math.log(1 + m.tokens),
             m.tier,
             m.importance or 0,
@@ -228,6 +231,11 @@ def matrix(found: Candidates, count: int) -> npt.NDArray[np.float32]:
             math.log1p(max(0, newest - m.date_to) / _DAY_MS),
             by_date[m.id] / n,
             terms,
+            max(bm25.values(), default=0.0),
+            best_cos,
         )
     rows[:, 13:18] = _text_columns(found.query, top)
+    names = names_in(found.query)
+    if names:
+        rows[:, -1] = [float(bool(names.intersection(words(h.memory.content)[:3]))) for h in top]
     return rows

@@ -26,11 +26,12 @@ from mcp_memoryrouter.vault.search.features import FEATURES, Candidates, matrix
 
 MODEL_FILE = "ranker.json"
 RERANK = 50  # candidates of today's order the trees score; the rest keep their order below
-# A scored candidate that matched no query word (only the vectors found it) and is evidence
-# with a probability under this is noise: left out, as the cosine floor leaves out what
-# scores under it. On held-out questions, candidates under 0.02 are evidence 1 time in 200
-# (docs/benchmarks.md, "A learned ranker").
-FLOOR = 0.02
+# A scored candidate that matched no query word (only the vectors found it) while others did,
+# and is evidence with a probability under this, is noise: left out, as the cosine floor
+# leaves out what scores under it. On held-out questions, candidates under 0.005 are evidence
+# 1 time in 500 (docs/benchmarks.md, "A learned ranker"). A question no stored word matches
+# (a paraphrase) is not re-ranked: the cosine floor alone judges its vector hits.
+FLOOR = 0.005
 
 
 @dataclass(frozen=True)
@@ -169,12 +170,15 @@ class LearnedRanker:
         return p
 
     def rerank(self, found: Candidates) -> list[ScoredMemory]:
-        """``found.ordered`` with its first :data:`RERANK` ordered by the probability of
-        being evidence (their new score), those under :data:`FLOOR` that matched no query
-        word left out; the rest follow in their order, scored under the last of them."""
+        """``found.ordered`` as it is for a search unlike those it was trained on (fewer
+        than :data:`RERANK` candidates: a small vault; or one list found nothing: no word of
+        the question is stored, or the server has no vectors). Else its first
+        :data:`RERANK` ordered by the probability of being evidence (their new score),
+        those under :data:`FLOOR` that matched no query word left out; the rest follow in
+        their order, scored under the last of them."""
         head = list(found.ordered[:RERANK])
-        if not head:
-            return []
+        if len(head) < RERANK or not found.lexical or not found.dense:
+            return list(found.ordered)  # not a search like those it was trained on
         p = self.probabilities(matrix(found, RERANK))
         matched = {h.memory.id for h in found.lexical}
         order = sorted(range(len(head)), key=lambda i: (-p[i], head[i].memory.id))
