@@ -79,7 +79,7 @@ def serve(host: str | None, port: int | None) -> None:
         stdio_command(),
         explorer=settings.ui == "on",
         signin=settings.signin,
-        ranker=None if data_dir is None else ranking(),
+        ranker=None if data_dir is None else ranking(settings),
     )
     click.echo(banner(where, first, __version__), err=True)
     for line in edge_notes(settings):

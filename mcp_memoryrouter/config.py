@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     # retrieval: the default embedder (local | none | openai) and its options
     embeddings: Literal["local", "none", "openai"] = "local"
     embed_threads: int = Field(default=1, ge=1, le=64)
+    # how search ranks: the package's learned ranker (vault/search/learned.py), or fusion alone
+    ranker: Literal["learned", "fusion"] = "learned"
     # what the local model is built into at the first start (shared by every data directory)
     cache_dir: Path = Field(default_factory=default_cache_dir)
     openai_base_url: str | None = None

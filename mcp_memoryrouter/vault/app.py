@@ -73,8 +73,10 @@ def migrate_store(settings: Settings) -> tuple[str, int]:
         store.close()
 
 
-def ranking() -> str:
+def ranking(settings: Settings) -> str:
     """How search ranks, for the start line: the package's learned ranker, or fusion."""
+    if settings.ranker == "fusion":
+        return "fusion (BM25 and vectors, weighted; MEMORYROUTER_RANKER=fusion)"
     return learned.describe(learned.load())
 
 
@@ -110,6 +112,7 @@ def build_service(
         lease_seconds=settings.lease_seconds,
         embedders=embedders,
         worker=worker,
+        learned_ranker=settings.ranker == "learned",
     )
     if start_worker:
         default = embedders.get(embedders.resolve(None))

@@ -65,6 +65,7 @@ from mcp_memoryrouter.vault.rules.prepare import ContextSize, build_context, sta
 from mcp_memoryrouter.vault.rules.timeline import BucketSize, Timeline, fold
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
 Clock = Callable[[], int]
@@ -119,14 +120,16 @@ class VaultService:
         lease_seconds: int,
         embedders: Embedders | None = None,
         worker: EmbeddingWorker | None = None,
+        learned_ranker: bool = True,
     ) -> None:
-        """``worker`` embeds what is written (woken on every write)."""
+        """``worker`` embeds what is written (woken on every write); ``learned_ranker``:
+        search re-ranks with the package's learned ranker when it ships one."""
         self._store = store
         self._clock = clock
         self._lease_seconds = lease_seconds
         self._embedders = embedders or Embedders({}, "none")
         self.worker = worker
-        self._search = HybridSearch(store, self._embedders)
+        self._search = HybridSearch(store, self._embedders, "shipped" if learned_ranker else None)
         self.keys = MemoryKeys(store, clock)
         # Vaults seen to hold memories prepare leaves out by default: their prepares search
         # among the injectable alone from the start (see _injectable).
@@ -460,21 +463,36 @@ class VaultService:
         return result
 
     def _related(self, vault_id: str, batch: Batch) -> Batch:
-        """The batch with the current reflections of the tier it makes that relate to it
-        (found by the vault's own search over runs of its texts, ``rules.current``), each
-        recorded under the label the contract shows."""
-        queries = current.related_queries(
-            [c.content for c in batch.sources],
-            limits.RELATED_QUERIES,
-            limits.RELATED_QUERY_CHARS,
-        )
+        """The batch with the current reflections of the tier it makes that relate to it,
+        each recorded under the label the contract shows: those most like any one of its lines
+        by meaning in the default model (one fact among small talk still finds the reflection
+        it changes), or without vectors found by words over runs of its texts
+        (``rules.current``)."""
         replaced = self._store.superseded_ids(vault_id)
         where = SearchFilter(tiers=(reflection_tier(batch.tier),))
         wider = limits.RELATED_MAX + min(len(replaced), limits.SEARCH_LIMIT_MAX)
-        found = [[h.memory for h in self._search(vault_id, q, wider, where, None)] for q in queries]
-        rows = current.merged(
-            [[m for m in f if m.id not in replaced] for f in found], limits.RELATED_MAX
-        )
+        texts = [c.content for c in batch.sources]
+        embedder = self._embedders.get(self._embedders.resolve(None))
+        if embedder is not None:
+            lines = current.spread_lines(texts, limits.RELATED_LINES)
+            per_line = [
+                self._store.search_vectors(
+                    vault_id, VectorQuery(embedder.model_id, embedder.dim, vector), wider, where
+                )
+                for vector in embedder.embed(lines)
+            ]
+            floor = embedder.relevance_floor
+            rows = current.strongest(per_line, replaced, floor, limits.RELATED_MAX)
+        else:
+            queries = current.related_queries(
+                texts, limits.RELATED_QUERIES, limits.RELATED_QUERY_CHARS
+            )
+            found = [
+                [h.memory for h in self._search(vault_id, q, wider, where, None)] for q in queries
+            ]
+            rows = current.merged(
+                [[m for m in f if m.id not in replaced] for f in found], limits.RELATED_MAX
+            )
         shown = [
             Related(label, m.date_from, m.date_to, current.gist(m.content, limits.RELATED_CHARS))
             for label, m in zip(contract.labels(len(rows)), rows, strict=True)

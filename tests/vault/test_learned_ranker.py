@@ -5,6 +5,7 @@ relevance floor its calibrated score gives."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mcp_memoryrouter.config import Settings
 from mcp_memoryrouter.startup import Listening, banner
 from mcp_memoryrouter.vault.app import ranking
 from mcp_memoryrouter.vault.hybrid import page
@@ -230,11 +232,15 @@ def test_a_search_with_fewer_candidates_than_it_scores_keeps_the_fusion_order() 
 
 
 def test_serve_says_at_start_how_search_ranks(tmp_path: Path) -> None:
-    where = Listening("http://127.0.0.1:8080", tmp_path, ("x",), ranker=ranking())
+    where = Listening("http://127.0.0.1:8080", tmp_path, ("x",), ranker=ranking(Settings()))
     shipped = learned.load()
     said = banner(where, None, "1.0")
     assert f"  search ranks  {learned.describe(shipped)}" in said
     assert ("learned (" in said) == (shipped is not None)
+    fusion = banner(replace(where, ranker=ranking(Settings(ranker="fusion"))), None, "1.0")
+    assert (
+        "  search ranks  fusion (BM25 and vectors, weighted; MEMORYROUTER_RANKER=fusion)" in fusion
+    )
 
 
 def test_a_question_no_stored_word_matches_keeps_its_vector_hits() -> None:
