@@ -65,7 +65,6 @@ from mcp_memoryrouter.vault.rules.prepare import ContextSize, build_context, sta
 from mcp_memoryrouter.vault.rules.timeline import BucketSize, Timeline, fold
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
-from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
 Clock = Callable[[], int]
@@ -463,36 +462,21 @@ class VaultService:
         return result
 
     def _related(self, vault_id: str, batch: Batch) -> Batch:
-        """The batch with the current reflections of the tier it makes that relate to it,
-        each recorded under the label the contract shows: those most like any one of its lines
-        by meaning in the default model (one fact among small talk still finds the reflection
-        it changes), or without vectors found by words over runs of its texts
-        (``rules.current``)."""
+        """The batch with the current reflections of the tier it makes that relate to it
+        (found by the vault's own search over runs of its texts, ``rules.current``), each
+        recorded under the label the contract shows."""
+        queries = current.related_queries(
+            [c.content for c in batch.sources],
+            limits.RELATED_QUERIES,
+            limits.RELATED_QUERY_CHARS,
+        )
         replaced = self._store.superseded_ids(vault_id)
         where = SearchFilter(tiers=(reflection_tier(batch.tier),))
         wider = limits.RELATED_MAX + min(len(replaced), limits.SEARCH_LIMIT_MAX)
-        texts = [c.content for c in batch.sources]
-        embedder = self._embedders.get(self._embedders.resolve(None))
-        if embedder is not None:
-            lines = current.spread_lines(texts, limits.RELATED_LINES)
-            per_line = [
-                self._store.search_vectors(
-                    vault_id, VectorQuery(embedder.model_id, embedder.dim, vector), wider, where
-                )
-                for vector in embedder.embed(lines)
-            ]
-            floor = embedder.relevance_floor
-            rows = current.strongest(per_line, replaced, floor, limits.RELATED_MAX)
-        else:
-            queries = current.related_queries(
-                texts, limits.RELATED_QUERIES, limits.RELATED_QUERY_CHARS
-            )
-            found = [
-                [h.memory for h in self._search(vault_id, q, wider, where, None)] for q in queries
-            ]
-            rows = current.merged(
-                [[m for m in f if m.id not in replaced] for f in found], limits.RELATED_MAX
-            )
+        found = [[h.memory for h in self._search(vault_id, q, wider, where, None)] for q in queries]
+        rows = current.merged(
+            [[m for m in f if m.id not in replaced] for f in found], limits.RELATED_MAX
+        )
         shown = [
             Related(label, m.date_from, m.date_to, current.gist(m.content, limits.RELATED_CHARS))
             for label, m in zip(contract.labels(len(rows)), rows, strict=True)
