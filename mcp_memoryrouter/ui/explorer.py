@@ -70,6 +70,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _IMPORTANCE = re.compile(r"^(10|[1-9])$")
 EPOCH = "1970-01-01"
 SEARCH_STEP = 20
+PREFERENCES_SHOWN = 8  # the overview's standing preferences, most important first
+PREFERENCES_QUERY = "standing preferences and instructions"
 DEFAULT_API_URL = "http://127.0.0.1:8787"  # what the CLI's --api-url defaults to
 # the pages a person reads, and so may come back to after a delete
 RETURNABLE = tuple(PREFIX + p for p in ("/search", "/timeline", "/memories/", "/tidy"))
@@ -93,6 +95,27 @@ class Refusal(Exception):
         self.message = message
         self.status = status
         self.headers = headers
+
+
+async def _preferences(
+    client: VaultClient, stats: schemas.StatsResponse
+) -> list[schemas.MemoryRow]:
+    """The current standing preferences the overview lists: most important, then newest,
+    first (a search by kind holds every current one, up to its limit; none is asked for
+    when the vault holds none)."""
+    if not stats.preferences:
+        return []
+    found = await client.search(
+        schemas.SearchRequest(
+            query=PREFERENCES_QUERY,
+            kinds=["preference"],
+            current=True,
+            limit=min(stats.preferences, limits.SEARCH_LIMIT_MAX),
+        )
+    )
+    rows = sorted(found.memories, key=lambda r: r.covers.to if r.covers else "", reverse=True)
+    rows.sort(key=lambda r: r.importance or 0, reverse=True)  # stable: newest first within
+    return rows[:PREFERENCES_SHOWN]
 
 
 def _static(name: str) -> bytes:
@@ -482,9 +505,15 @@ class Explorer:
             failed=None if reflector is None else reflector.last_error,
             next_run=None if reflector is None else reflector.next_run_after,
         )
+        preferences = await _preferences(client, stats)
         return html(
             render_overview.overview(
-                stats, timeline, viewer_of(session), notice=notice, offer=offer
+                stats,
+                timeline,
+                viewer_of(session),
+                notice=notice,
+                offer=offer,
+                preferences=preferences,
             )
         )
 

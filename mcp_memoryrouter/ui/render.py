@@ -228,8 +228,9 @@ def memory_url(memory_id: str, **query: object) -> str:
 
 
 def meta(row: schemas.MemoryRow | schemas.LineageRow) -> str:
-    """A row's tier, time, importance, role, score and support, as one line."""
-    parts = [tier_tag(row.tier), when(row)]
+    """A row's tier (and whether it was replaced, or is a preference), time, importance,
+    role, score and support, as one line."""
+    parts = [tier_tag(row.tier), currency_tags(row), when(row)]
     if row.importance is not None:
         parts.append(f'<span class="importance">importance {row.importance}</span>')
     if row.role is not None:
@@ -244,6 +245,23 @@ def meta(row: schemas.MemoryRow | schemas.LineageRow) -> str:
     return " ".join(m for m in parts if m)
 
 
+def currency_tags(
+    row: schemas.MemoryRow | schemas.LineageRow | schemas.InspectResponse,
+) -> str:
+    """A "replaced" badge on a reflection a later one replaced (with the day), a
+    "preference" badge on a standing preference; nothing on a current fact."""
+    tags = []
+    if row.superseded is not None:
+        at = row.superseded.at
+        tags.append(
+            f'<span class="tag replaced">replaced on <time datetime="{esc(at)}">'
+            f"{esc(at[:10])}</time></span>"
+        )
+    if row.kind == "preference":
+        tags.append('<span class="tag preference">preference</span>')
+    return " ".join(tags)
+
+
 def memory_item(
     row: schemas.MemoryRow | schemas.LineageRow, viewer: Viewer, *, selectable: bool = True
 ) -> str:
@@ -253,8 +271,9 @@ def memory_item(
             f'<input type="checkbox" name="ids" value="{esc(row.id)}" id="pick-{esc(row.id)}" '
             f'aria-label="Select {esc(snippet(row.content)[:60])}">'
         )
+    replaced = " replaced" if row.superseded is not None else ""
     return (
-        f'<li class="memory t{row.tier}">{pick}<div>'
+        f'<li class="memory t{row.tier}{replaced}">{pick}<div>'
         f'<a class="text" href="{esc(memory_url(row.id))}">{esc(snippet(row.content))}</a>'
         f'<p class="meta">{meta(row)}</p></div></li>'
     )

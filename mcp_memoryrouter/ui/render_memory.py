@@ -14,12 +14,14 @@ from mcp_memoryrouter.ui.render import (
     Viewer,
     covering,
     csrf_field,
+    currency_tags,
     memory_item,
     memory_url,
     page,
     tier_tag,
 )
 from mcp_memoryrouter.ui.views import DeletePlan, count, day, delete_plan, sources_summary
+from mcp_memoryrouter.words import counted
 
 ONLY_THESE = (
     "<li><strong>Delete only these:</strong> they are gone for good. A reflection built "
@@ -47,10 +49,10 @@ def memory_page(
     from, else its parent)."""
     body = (
         f'<article class="memory-page t{found.tier}"><p class="meta">{facts(found)}</p>'
-        f'<blockquote class="content">{esc(found.content)}</blockquote>'
+        f'<blockquote class="content">{esc(found.content)}</blockquote>{replaced_note(found)}'
         f'<p class="note">id <code>{esc(found.memory_id)}</code></p>'
         f"{stored_by_note(found.stored_by)}{weak_note(found)}</article>"
-        f"{corrections}{up_section(found, viewer)}"
+        f"{corrections}{replaced_section(found, viewer)}{up_section(found, viewer)}"
     )
     if found.tier > 1:
         body += down_section(found, viewer, next_offset)
@@ -60,7 +62,7 @@ def memory_page(
 
 
 def facts(found: schemas.InspectResponse) -> str:
-    parts = [tier_tag(found.tier)]
+    parts = [tier_tag(found.tier), currency_tags(found)]
     if found.covers is not None:
         parts.append(covering(found.covers))
     else:
@@ -69,7 +71,7 @@ def facts(found: schemas.InspectResponse) -> str:
         parts.append(f'<span class="importance">importance {found.importance}</span>')
     if found.role is not None:
         parts.append(f'<span class="role">{esc(found.role)}</span>')
-    return " ".join(parts)
+    return " ".join(p for p in parts if p)
 
 
 # How the page names each surface a memory came through (schemas.SURFACES).
@@ -105,6 +107,32 @@ def stored_by_note(stored_by: schemas.StoredBy | None) -> str:
     return (
         f'<p class="note stored-by">Stored through {SURFACE_NAMES[stored_by.surface]}{client} '
         f"with the key {name}<code>{esc(stored_by.key_id)}</code></p>"
+    )
+
+
+def replaced_note(found: schemas.InspectResponse) -> str:
+    """A reflection a later one replaced: when, and a link to the one that replaced it."""
+    if found.superseded is None:
+        return ""
+    at, by = found.superseded.at, found.superseded.by
+    return (
+        '<p class="replaced-by" id="replaced-by"><strong>No longer current.</strong> Replaced '
+        f'on <time datetime="{esc(at)}">{esc(at[:10])}</time> by '
+        f'<a href="{esc(memory_url(by))}">the newer reflection</a>. It stays here with its '
+        "sources; search and prepare put the newer one first.</p>"
+    )
+
+
+def replaced_section(found: schemas.InspectResponse, viewer: Viewer) -> str:
+    """The earlier reflections this one replaced (nothing when it replaced none)."""
+    if not found.replaced:
+        return ""
+    items = "".join(memory_item(r, viewer, selectable=False) for r in found.replaced)
+    what = counted(len(found.replaced), "earlier reflection", "earlier reflections")
+    return (
+        '<section aria-labelledby="replaced-h"><h2 id="replaced-h">What this replaced</h2>'
+        f'<p class="note">This reflection replaced {esc(what)}: it is what is true now.</p>'
+        f'<ul class="memories" aria-label="Replaced by this">{items}</ul></section>'
     )
 
 

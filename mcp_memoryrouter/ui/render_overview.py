@@ -1,12 +1,22 @@
-"""The overview's HTML: the tiers' counts, the reflection debt with its gauges and the way to
-consolidate now, and the memories over time (a chart, and its numbers in a table). Pure
-functions; the gauges' bounds and the chart's geometry come from :mod:`.views`."""
+"""The overview's HTML: the tiers' counts, the standing preferences, the reflection debt
+with its gauges and the way to consolidate now, and the memories over time (a chart, and its
+numbers in a table). Pure functions; the gauges' bounds and the chart's geometry come from
+:mod:`.views`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mcp_memoryrouter import schemas
 from mcp_memoryrouter.pages.document import esc
-from mcp_memoryrouter.ui.render import TIER_HELP, TIER_NAMES, Viewer, csrf_field, page
+from mcp_memoryrouter.ui.render import (
+    TIER_HELP,
+    TIER_NAMES,
+    Viewer,
+    csrf_field,
+    memory_item,
+    page,
+)
 from mcp_memoryrouter.ui.views import (
     CHART_HEIGHT,
     TIERS,
@@ -31,10 +41,13 @@ def overview(
     *,
     notice: str | None = None,
     offer: ConsolidateNow = ConsolidateNow(),
+    preferences: Sequence[schemas.MemoryRow] = (),
 ) -> str:
+    """``preferences``: the current standing preferences to list, most important first."""
     body = (
         f'<section aria-labelledby="tiers-h"><h2 id="tiers-h">Tiers</h2>'
         f'<dl class="counts">{tier_counts(stats)}</dl>{facts(stats, timeline)}</section>'
+        f"{preferences_section(preferences, stats.preferences, viewer)}"
         f"{debt_section(stats.reflection, viewer, offer)}"
         f'<section aria-labelledby="chart-h"><h2 id="chart-h">Memories over time</h2>'
         + (NO_TIMELINE if timeline is None else chart_figure(timeline))
@@ -49,6 +62,25 @@ def tier_counts(stats: schemas.StatsResponse) -> str:
         f'<dd data-tier="{t}">{stats.tiers[str(t)].count}</dd>'
         f'<dd class="note">{esc(TIER_HELP[t])}</dd></div>'
         for t in (1, 2, 3)
+    )
+
+
+def preferences_section(rows: Sequence[schemas.MemoryRow], total: int, viewer: Viewer) -> str:
+    """The current standing preferences and instructions, each linking to its page
+    (nothing when the vault holds none)."""
+    if not rows:
+        return ""
+    items = "".join(memory_item(r, viewer, selectable=False) for r in rows)
+    shown = (
+        f"The {len(rows)} most important of {total}."
+        if total > len(rows)
+        else "Most important first."
+    )
+    return (
+        '<section aria-labelledby="preferences-h"><h2 id="preferences-h">Standing preferences'
+        '</h2><p class="note">Said once, they always apply: prepare and the chat proxy put '
+        f"them first in every context they build. {shown}</p>"
+        f'<ul class="memories" aria-label="Standing preferences">{items}</ul></section>'
     )
 
 
