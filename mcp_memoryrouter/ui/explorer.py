@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial, wraps
 from importlib import resources
-from typing import TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
@@ -663,7 +663,8 @@ class Explorer:
         refused = _selection_problem(ids, viewer_of(session), back)
         if refused is not None:
             return refused
-        derived = (form.get("derived") or ["no"])[0] == "yes"
+        asked = (form.get("derived") or ["no"])[0]
+        derived: bool | Literal["evidence"] = "evidence" if asked == "evidence" else asked == "yes"
         done = await self._client(session).delete_ids(
             schemas.DeleteIdsRequest(ids=ids, derived=derived)
         )

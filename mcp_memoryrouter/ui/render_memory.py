@@ -228,8 +228,17 @@ def derived_effect(plan: DeletePlan) -> str:
             "unconsolidated pool, so the next consolidation rebuilds without what you "
             "deleted"
         )
+    by_evidence = ""
+    if plan.offer_evidence and plan.by_evidence is not None:
+        by_evidence = (
+            "<li><strong>Or only the reflections their evidence supports:</strong> "
+            f"{count(plan.by_evidence, 'reflection', 'reflections')} whose own evidence "
+            "includes them go; the other reflections of their batches stay.</li>"
+        )
     return (
-        "<li><strong>Also delete what was built from them:</strong> " + "; ".join(parts) + ".</li>"
+        "<li><strong>Also delete what was built from them:</strong> "
+        + "; ".join(parts)
+        + f".</li>{by_evidence}"
     )
 
 
@@ -262,6 +271,12 @@ def delete_buttons(
         if plan.offer_derived
         else ""
     )
+    if plan.offer_evidence and plan.by_evidence is not None:
+        supported = count(plan.by_evidence, "reflection", "reflections")
+        derived += (
+            '<button type="submit" class="danger" name="derived" value="evidence">'
+            f"Delete these and the {supported} their evidence supports</button>"
+        )
     return (
         f'<form method="post" action="{PREFIX}/delete/confirm" class="actions">{carried}'
         f'<button type="submit" class="danger" name="derived" value="no">Delete only these '

@@ -239,7 +239,8 @@ class DeletePlan:
     every reflection built from it). ``known``: the vault could dry-run; ``above``: the
     reflections built from the selection that go with it; ``freed``: the sources that return
     to the unconsolidated pool (``returned``: how many at each tier, none of them zero);
-    ``listing``: (tier, id) of everything the derived delete takes."""
+    ``listing``: (tier, id) of everything the derived delete takes; ``by_evidence``: the
+    reflections a delete that follows evidence takes with the selection (None: not known)."""
 
     selected: int
     gone: int
@@ -248,6 +249,13 @@ class DeletePlan:
     freed: int
     returned: tuple[tuple[str, int], ...]
     listing: tuple[tuple[int, str], ...]
+    by_evidence: int | None = None
+
+    @property
+    def offer_evidence(self) -> bool:
+        """A third button, for the delete that follows evidence: when it would keep some of
+        the reflections the derived delete takes."""
+        return self.by_evidence is not None and self.by_evidence < self.above
 
     @property
     def found(self) -> int:
@@ -269,6 +277,7 @@ def delete_plan(
     by_tier = {} if derived is None else derived.by_tier or {}
     alone_by_tier = {} if alone is None else alone.by_tier or {}
     pool = {} if derived is None else derived.returned_to_pool or {}
+    choice = None if derived is None else (derived.choices or {}).get("evidence")
     return DeletePlan(
         selected=len(ids),
         gone=0 if alone is None else alone.not_found,
@@ -277,6 +286,9 @@ def delete_plan(
         freed=sum(pool.values()),
         returned=tuple((t, n) for t, n in sorted(pool.items()) if n),
         listing=tuple((int(t), i) for t, group in sorted(by_tier.items()) for i in group),
+        by_evidence=None
+        if choice is None
+        else reflections(choice.by_tier) - reflections(alone_by_tier),
     )
 
 

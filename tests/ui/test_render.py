@@ -246,3 +246,26 @@ def test_a_reflections_page_lists_its_evidence_first_and_flags_weak_support() ->
     assert 'class="note weak-support"' in html
     steady = found.model_copy(update={"weak_support": None})
     assert "weak-support" not in render_memory.memory_page(steady, VIEWER, next_offset=None)
+
+
+def test_the_delete_offers_the_reflections_evidence_supports_when_fewer_go() -> None:
+    alone = dry({"1": ["m"]}, {})
+    both = {"1": ["m"], "2": ["a", "b"]}
+    derived = dry(both, {"1": 3}).model_copy(
+        update={
+            "choices": {
+                "lineage": schemas.DeleteChoice(by_tier=both, returned_to_pool={"1": 3}),
+                "evidence": schemas.DeleteChoice(
+                    by_tier={"1": ["m"], "2": ["a"]}, returned_to_pool={}
+                ),
+            }
+        }
+    )
+    plan = views.delete_plan(["m"], alone, derived)
+    assert (plan.above, plan.by_evidence, plan.offer_evidence) == (2, 1, True)
+    page = render_memory.confirm_delete(["m"], alone, derived, VIEWER, "/ui")
+    assert 'name="derived" value="evidence"' in page
+    assert "Delete these and the 1 reflection their evidence supports" in page
+    assert derived.choices is not None
+    same = derived.model_copy(update={"choices": {"evidence": derived.choices["lineage"]}})
+    assert 'value="evidence"' not in render_memory.confirm_delete(["m"], alone, same, VIEWER, "/ui")
