@@ -120,94 +120,111 @@ def ok(result: Any) -> dict[str, Any]:
     return structured
 
 
-async def run_size(size: int, calls: int, profile: Path | None) -> list[list[str]]:
+async def run_size(
+    size: int, calls: int, profile: Path | None, rankers: list[str], only: str | None
+) -> list[list[str]]:
     rows: list[list[str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         key = fill(Path(tmp), size)
         print(f"  {size} memories ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        headers = {"Authorization": f"Bearer {key}"}
-        env = {"MEMORYROUTER_EMBEDDINGS": "local"}
-        with server(Path(tmp), env) as url:
-            pid = server_pid()
-            profiler = Profiler(profile / str(size) if profile else None, pid)
-            async with (
-                httpx2.AsyncClient(base_url=url, headers=headers, timeout=120) as http,
-                httpx2.AsyncClient(headers=headers, timeout=120) as mcp_http,
-                Client(streamable_http_client(url + "/mcp", http_client=mcp_http)) as mcp,
-            ):
-
-                async def rest_search(n: int) -> object:
-                    body = {"query": query(n), "limit": 10}
-                    return (await http.post("/v1/memory/search", json=body)).raise_for_status()
-
-                async def rest_lexical(n: int) -> object:
-                    body = {"query": query(n), "limit": 10, "embeddings": "none"}
-                    return (await http.post("/v1/memory/search", json=body)).raise_for_status()
-
-                async def mcp_search(n: int) -> object:
-                    return ok(await mcp.call_tool("search_memories", {"query": query(n)}))
-
-                async def mcp_status(n: int) -> object:
-                    return ok(await mcp.call_tool("memory_status", {}))
-
-                async def mcp_store(n: int) -> object:
-                    text = f"Stored fact {n} of run {size}: {sentence(n)}"
-                    return ok(await mcp.call_tool("store_memory", {"content": text}))
-
-                async def rest_ingest(n: int) -> object:
-                    messages = [
-                        {"content": f"Ingested {n}.{k}: {sentence(n + k)}"} for k in range(10)
-                    ]
-                    body = {"messages": messages, "embeddings": "none"}
-                    return (await http.post("/v1/memory/ingest", json=body)).raise_for_status()
-
-                async def round_trip(n: int) -> object:
-                    batch = ok(
-                        await mcp.call_tool("consolidate_memories", {"tier": 1, "max_tokens": 1000})
-                    )
-                    if batch.get("batch_id") is None:  # left out when there is none
-                        raise RuntimeError(f"nothing to consolidate: {batch}")
-                    entries = [
-                        {"text": f"Round {n}: the team kept working on {q}.", "importance": 5}
-                        for q in ("the billing service", "the release")
-                    ]
-                    arguments = {"batch_id": batch["batch_id"], "entries": entries}
-                    return ok(await mcp.call_tool("commit_reflections", arguments))
-
-                kinds: list[tuple[str, Call]] = [
-                    ("REST search (hybrid)", rest_search),
-                    ("REST search (lexical only)", rest_lexical),
-                    ("MCP search_memories", mcp_search),
-                    ("MCP memory_status", mcp_status),
-                    ("MCP store_memory (embedded)", mcp_store),
-                    ("REST ingest, 10 messages (no embedding)", rest_ingest),
-                    ("MCP consolidate + commit", round_trip),
-                ]
-                costs: dict[str, float] = {}
-                for name, call in kinds:
-                    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-                    # a round trip leases 1,000 tokens of the vault's ~15 per memory
-                    times = min(calls, size // 200) if call is round_trip else calls
-                    cpu, walls = await measure(pid, slug, call, times, profiler)
-                    costs[name] = cpu
-                    rows.append(
-                        [
-                            f"{size // 1000}k",
-                            name,
-                            f"{cpu:.1f}",
-                            f"{p50(walls):.1f}",
-                            f"{p95(walls):.1f}",
-                        ]
-                    )
-                overhead = costs["MCP search_memories"] - costs["REST search (hybrid)"]
-                rows.append(
-                    [f"{size // 1000}k", "MCP overhead (search - REST)", f"{overhead:.1f}", "", ""]
-                )
-            rss, peak = rss_bytes(pid) / 2**20, peak_rss_bytes(pid) / 2**20
-            rows.append(
-                [f"{size // 1000}k", "server RSS / peak (MiB)", f"{rss:.0f} / {peak:.0f}", "", ""]
+        for ranker in rankers:
+            label = f"{size // 1000}k" + (f", {ranker}" if len(rankers) > 1 else "")
+            rows += await _serve_and_measure(
+                Path(tmp), key, size, calls, profile, ranker, only, label
             )
+    return rows
+
+
+async def _serve_and_measure(
+    tmp: Path,
+    key: str,
+    size: int,
+    calls: int,
+    profile: Path | None,
+    ranker: str,
+    only: str | None,
+    label: str,
+) -> list[list[str]]:
+    rows: list[list[str]] = []
+    headers = {"Authorization": f"Bearer {key}"}
+    env = {"MEMORYROUTER_EMBEDDINGS": "local", "MEMORYROUTER_RANKER": ranker}
+    with server(Path(tmp), env) as url:
+        pid = server_pid()
+        profiler = Profiler(profile / str(size) if profile else None, pid)
+        async with (
+            httpx2.AsyncClient(base_url=url, headers=headers, timeout=120) as http,
+            httpx2.AsyncClient(headers=headers, timeout=120) as mcp_http,
+            Client(streamable_http_client(url + "/mcp", http_client=mcp_http)) as mcp,
+        ):
+
+            async def rest_search(n: int) -> object:
+                body = {"query": query(n), "limit": 10}
+                return (await http.post("/v1/memory/search", json=body)).raise_for_status()
+
+            async def rest_lexical(n: int) -> object:
+                body = {"query": query(n), "limit": 10, "embeddings": "none"}
+                return (await http.post("/v1/memory/search", json=body)).raise_for_status()
+
+            async def mcp_search(n: int) -> object:
+                return ok(await mcp.call_tool("search_memories", {"query": query(n)}))
+
+            async def mcp_status(n: int) -> object:
+                return ok(await mcp.call_tool("memory_status", {}))
+
+            async def mcp_store(n: int) -> object:
+                text = f"Stored fact {n} of run {size}: {sentence(n)}"
+                return ok(await mcp.call_tool("store_memory", {"content": text}))
+
+            async def rest_ingest(n: int) -> object:
+                messages = [{"content": f"Ingested {n}.{k}: {sentence(n + k)}"} for k in range(10)]
+                body = {"messages": messages, "embeddings": "none"}
+                return (await http.post("/v1/memory/ingest", json=body)).raise_for_status()
+
+            async def round_trip(n: int) -> object:
+                batch = ok(
+                    await mcp.call_tool("consolidate_memories", {"tier": 1, "max_tokens": 1000})
+                )
+                if batch.get("batch_id") is None:  # left out when there is none
+                    raise RuntimeError(f"nothing to consolidate: {batch}")
+                entries = [
+                    {"text": f"Round {n}: the team kept working on {q}.", "importance": 5}
+                    for q in ("the billing service", "the release")
+                ]
+                arguments = {"batch_id": batch["batch_id"], "entries": entries}
+                return ok(await mcp.call_tool("commit_reflections", arguments))
+
+            kinds: list[tuple[str, Call]] = [
+                ("REST search (hybrid)", rest_search),
+                ("REST search (lexical only)", rest_lexical),
+                ("MCP search_memories", mcp_search),
+                ("MCP memory_status", mcp_status),
+                ("MCP store_memory (embedded)", mcp_store),
+                ("REST ingest, 10 messages (no embedding)", rest_ingest),
+                ("MCP consolidate + commit", round_trip),
+            ]
+            costs: dict[str, float] = {}
+            kinds = [k for k in kinds if only is None or only in k[0]]
+            for name, call in kinds:
+                slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+                # a round trip leases 1,000 tokens of the vault's ~15 per memory
+                times = min(calls, size // 200) if call is round_trip else calls
+                cpu, walls = await measure(pid, slug, call, times, profiler)
+                costs[name] = cpu
+                rows.append(
+                    [
+                        label,
+                        name,
+                        f"{cpu:.1f}",
+                        f"{p50(walls):.1f}",
+                        f"{p95(walls):.1f}",
+                    ]
+                )
+            if "MCP search_memories" in costs and "REST search (hybrid)" in costs:
+                overhead = costs["MCP search_memories"] - costs["REST search (hybrid)"]
+                rows.append([label, "MCP overhead (search - REST)", f"{overhead:.1f}", "", ""])
+        rss, peak = rss_bytes(pid) / 2**20, peak_rss_bytes(pid) / 2**20
+        rows.append([label, "server RSS / peak (MiB)", f"{rss:.0f} / {peak:.0f}", "", ""])
     return rows
 
 
@@ -235,11 +252,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--profile", type=Path, help="record each kind with py-spy into DIR")
+    parser.add_argument(
+        "--rankers",
+        default="learned",
+        help="MEMORYROUTER_RANKER of each server, in turn over the same vault: learned,fusion",
+    )
+    parser.add_argument("--only", help="measure only the kinds of call whose name holds this")
     args = parser.parse_args()
+    rankers = args.rankers.split(",")
     rows: list[list[str]] = []
     for size in (int(s) for s in args.sizes.split(",")):
-        rows += anyio.run(run_size, size, args.calls, args.profile)
-    rows += embedder_rate()
+        rows += anyio.run(run_size, size, args.calls, args.profile, rankers, args.only)
+    if args.only is None:
+        rows += embedder_rate()
     print(f"code {code_version()}, {args.calls} calls of each kind, one at a time")
     print(table(["memories", "call", "server CPU ms/call", "wall p50 ms", "wall p95 ms"], rows))
 

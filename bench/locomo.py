@@ -18,6 +18,11 @@ holds its first evidence turn (a batch with none gets one low-importance line). 
 runs over all tiers; the ranked turns are the raw hits in order, followed by the sources of
 the reflection hits (``inspect``) in the reflections' rank order, deduplicated.
 
+``--rankers fusion,learned`` asks the same vaults once with each ranker
+(``MEMORYROUTER_RANKER``) and prints both; ``--conversations 5-9`` reports those
+conversations apart as well (the shipped learned ranker was trained on conversations 0-4:
+``bench/train_ranker.py``).
+
 ``--sessions`` ingests each LoCoMo session under its own session id (as a host that sends one
 would), so a page is spread over sessions; ``--as-of`` asks every question as of the date of
 its conversation's last session, so a time the question names ("last week") counts from then.
@@ -274,6 +279,14 @@ def main() -> None:
     parser.add_argument(
         "--as-of", action="store_true", help="ask each question as of its conversation's last day"
     )
+    parser.add_argument(
+        "--rankers",
+        default="learned",
+        help="MEMORYROUTER_RANKER of each server, in turn over the same vaults: fusion,learned",
+    )
+    parser.add_argument(
+        "--conversations", help="report these conversations apart too: 5-9 (the ranker's held-out)"
+    )
     args = parser.parse_args()
     data = json.loads(args.data.read_text())
     audit_path = args.data.parent / "locomo_audit_errors.json"
@@ -304,44 +317,78 @@ def main() -> None:
                 print(f"consolidated in {batches} batches", file=sys.stderr)
             indexed = wait_indexed(http, keys)
             print(f"ingest {ingested:.1f} s, vectors ready {indexed:.1f} s later", file=sys.stderr)
-            results: list[tuple[Question, dict[str, float]]] = []
-            audited: list[tuple[Question, dict[str, float]]] = []
-            latencies = []
-            inspected: dict[str, list[str]] = {}
-            for conv, (key, sample, by_id) in enumerate(zip(keys, data, maps, strict=True)):
-                valid = set(by_id.values())
-                asked = max(d for _, _, d in turns_of(sample["conversation"]))
-                for index, qa in enumerate(sample["qa"]):
-                    gold = evidence_ids(qa.get("evidence", [])) & valid
-                    if not gold:
-                        continue
-                    q = Question(conv, index, qa["question"], int(qa["category"]), gold)
-                    t0 = time.perf_counter()
-                    body: dict[str, Any] = {"query": q.text, "limit": args.limit}
-                    if args.as_of:
-                        body["as_of"] = asked
-                    response = http.post(
-                        "/v1/memory/search",
-                        json=body,
-                        headers={"Authorization": f"Bearer {key}"},
-                    )
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                    response.raise_for_status()
-                    ranked = ranked_turns(http, key, response.json()["memories"], by_id, inspected)
-                    results.append((q, score(ranked, gold)))
-                    fixed = corrected.get(f"locomo_{conv}_qa{index}")
-                    fixed_gold = (fixed & valid) if fixed else gold
-                    audited.append((q, score(ranked, fixed_gold or gold)))
+        for ranker in args.rankers.split(","):
+            ranked_env = {**env, "MEMORYROUTER_RANKER": ranker}
+            with (
+                server(Path(tmp), ranked_env) as url,
+                httpx2.Client(base_url=url, timeout=120) as http,
+            ):
+                title = f"LoCoMo-10, embeddings={args.embeddings}, reflections={args.reflections}"
+                title += ", sessions" * args.sessions + ", as_of" * args.as_of
+                title += f", ranker={ranker}"
+                ask_all(http, args, data, keys, maps, corrected, title)
+
+
+def ask_all(
+    http: httpx2.Client,
+    args: argparse.Namespace,
+    data: list[Any],
+    keys: list[str],
+    maps: list[dict[str, str]],
+    corrected: dict[str, set[str]],
+    title: str,
+) -> None:
+    """Ask every question and print the tables (again for ``--conversations`` alone)."""
+    results: list[tuple[Question, dict[str, float]]] = []
+    audited: list[tuple[Question, dict[str, float]]] = []
+    latencies = []
+    inspected: dict[str, list[str]] = {}
+    for conv, (key, sample, by_id) in enumerate(zip(keys, data, maps, strict=True)):
+        valid = set(by_id.values())
+        asked = max(d for _, _, d in turns_of(sample["conversation"]))
+        for index, qa in enumerate(sample["qa"]):
+            gold = evidence_ids(qa.get("evidence", [])) & valid
+            if not gold:
+                continue
+            q = Question(conv, index, qa["question"], int(qa["category"]), gold)
+            t0 = time.perf_counter()
+            body: dict[str, Any] = {"query": q.text, "limit": args.limit}
+            if args.as_of:
+                body["as_of"] = asked
+            response = http.post(
+                "/v1/memory/search", json=body, headers={"Authorization": f"Bearer {key}"}
+            )
+            latencies.append((time.perf_counter() - t0) * 1000)
+            response.raise_for_status()
+            ranked = ranked_turns(http, key, response.json()["memories"], by_id, inspected)
+            results.append((q, score(ranked, gold)))
+            fixed = corrected.get(f"locomo_{conv}_qa{index}")
+            fixed_gold = (fixed & valid) if fixed else gold
+            audited.append((q, score(ranked, fixed_gold or gold)))
     latencies.sort()
-    title = f"LoCoMo-10, embeddings={args.embeddings}, reflections={args.reflections}"
-    title += ", sessions" * args.sessions + ", as_of" * args.as_of
     print(report(results, f"{title}, original evidence"))
     print()
     print(report(audited, "audit-corrected evidence"))
+    if args.conversations:
+        chosen = conversations(args.conversations, len(data))
+        apart = [(q, m) for q, m in results if q.conv in chosen]
+        print()
+        print(report(apart, f"{title}, conversations {args.conversations}, original evidence"))
     print(
         f"\nsearch latency p50 {latencies[len(latencies) // 2]:.1f} ms over "
-        f"{len(latencies)} queries"
+        f"{len(latencies)} queries\n"
     )
+
+
+def conversations(spec: str | None, count: int) -> set[int]:
+    """``"5-9"`` or ``"0,3"`` -> those conversation indexes (all of them without a spec)."""
+    if not spec:
+        return set(range(count))
+    chosen: set[int] = set()
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        chosen.update(range(int(low), int(high or low) + 1))
+    return chosen
 
 
 if __name__ == "__main__":
