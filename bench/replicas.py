@@ -33,6 +33,7 @@ CADDY = shutil.which("caddy") or "/usr/bin/caddy"
 @dataclass(frozen=True)
 class Replicas:
     url: str  # the balancer's address
+    bases: list[str]  # each replica's own address
     pids: list[int]  # the replicas' processes
     balancer_pid: int
     cores: list[int | None]  # the core each replica is pinned to (None: not pinned)
@@ -132,4 +133,5 @@ def replicas(
         front = f"http://127.0.0.1:{port}"
         probe = lambda: httpx2.get(front + "/healthz", timeout=1).raise_for_status()  # noqa: E731
         stack.enter_context(answering(caddy, probe, "caddy", 30))
-        yield Replicas(front, [p.pid for p in procs], caddy.pid, pinned)
+        bases = [f"http://127.0.0.1:{p}" for p in ports]
+        yield Replicas(front, bases, [p.pid for p in procs], caddy.pid, pinned)
