@@ -1,7 +1,7 @@
 """Does a page of hits cover the whole story? Generated long histories, scored by conversation.
 
     python bench/stories.py [--histories 4] [--conversations 50] [--seed 7] [--embeddings local]
-        [--as-of] [--wording paraphrase|plain]
+        [--as-of] [--wording paraphrase|plain] [--consolidate none,unmarked,marked]
 
 Each history is one vault: ``--conversations`` dated conversations (sessions) of user and
 assistant turns over a year, ingested through the HTTP API with their session ids, most of it
@@ -20,6 +20,15 @@ Scored per question over the top k hits (k = 5, 10): ``all@k``, every evidence c
 among them; ``distinct@k``, how many distinct conversations they come from; and for updates,
 ``newer@k``, the newest evidence ranked above the older. Beside the server, in the same run,
 two plain BM25 baselines over the same texts: over turns, and over whole conversations.
+
+``--consolidate``: each listed way makes a vault of its own from the same history, so the
+rows compare in one run. ``none``: raw memories only (today's default). ``unmarked`` and
+``marked``: consolidated through contract 2 in batches of 1,000 tokens, oldest first, by a
+scripted model that writes one reflection per planted fact it reads (citing its line) and
+one for the rest of the batch; ``marked`` also names, in ``replaces``, the label of a shown
+reflection that holds the fact an update changes (as a model following the contract does),
+``unmarked`` never does. For updates, ``current@k``: the first of the top k rows that names
+either value names the current one.
 Kept out of the default test suite: a benchmark, run on purpose.
 """
 
@@ -46,6 +55,7 @@ from bench.common import code_version, new_vault, server, table
 
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 KS = (5, 10)
+CURRENT = tuple(f"current@{k}" for k in KS)
 
 SMALL_TALK = [
     ("user", "Morning! Slept badly again, the neighbours had a party until two."),
@@ -216,6 +226,26 @@ class Question:
     text: str
     evidence: list[str]  # session ids, oldest first
     as_of: datetime
+    values: tuple[str, str] | None = None  # an update's (old, current) value
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A planted line as the scripted model reads it: its kind, its value, and for an
+    update's later line the value it replaces."""
+
+    kind: str
+    value: str
+    replaces: str | None = None
+
+
+PLANTED: dict[str, Planted] = {}  # every planted line of the histories generated so far
+
+
+def _planted(text: str, kind: str, value: str, replaces: str | None = None) -> str:
+    """``text``, kept in :data:`PLANTED` for the scripted model to read."""
+    PLANTED[text] = Planted(kind, value, replaces)
+    return text
 
 
 def _month_words(as_of: datetime, when: datetime) -> str:
@@ -253,7 +283,7 @@ def generate(
         chosen = sorted(rng.sample(range(conversations), rng.randint(2, min(4, len(values)))))
         told = rng.sample(values, len(chosen))
         for slot, value in zip(chosen, told, strict=True):
-            plant(convs[slot], rng.choice(templates).format(v=value))
+            plant(convs[slot], _planted(rng.choice(templates).format(v=value), kind, value))
         dwell = rng.choice(chosen)
         follow_ups, long_answer = DWELL[kind]
         for line in follow_ups:
@@ -271,15 +301,16 @@ def generate(
     for kind, first, later, values, asks in UPDATES:
         old, new = sorted(rng.sample(range(conversations), 2))
         before, after = rng.sample(values, 2)
-        plant(convs[old], first.format(v=before))
-        plant(convs[new], later.format(v=after))
+        plant(convs[old], _planted(first.format(v=before), kind, before))
+        plant(convs[new], _planted(later.format(v=after), kind, after, before))
         asked = rng.choice(asks)
         told_in = [convs[old].session, convs[new].session]
-        questions.append(Question("update", PLAIN[kind] if plain else asked, told_in, end))
+        wording = PLAIN[kind] if plain else asked
+        questions.append(Question("update", wording, told_in, end, (before, after)))
     for kind, template, values, ask in TIMED:
         chosen = sorted(rng.sample(range(conversations), 4))
         for slot, value in zip(chosen, rng.sample(values, 4), strict=True):
-            plant(convs[slot], template.format(v=value))
+            plant(convs[slot], _planted(template.format(v=value), kind, value))
         for slot in chosen[1:]:
             asked_at = convs[slot].start + timedelta(days=rng.randint(35, 55))
             words = _month_words(asked_at, convs[slot].start)
@@ -337,8 +368,11 @@ class BM25:
 # --- scoring -------------------------------------------------------------------------------
 
 
-def score(kind: str, evidence: list[str], ranked: list[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def score(
+    kind: str, evidence: list[str], ranked: list[str], current: list[float] | None = None
+) -> dict[str, float]:
+    """``current``: for an update, each k's current@k (see the module's docstring)."""
+    out: dict[str, float] = {} if current is None else dict(zip(CURRENT, current, strict=True))
     for k in KS:
         top = ranked[:k]
         out[f"all@{k}"] = 100.0 * all(e in top for e in evidence)
@@ -355,41 +389,122 @@ def score(kind: str, evidence: list[str], ranked: list[str]) -> dict[str, float]
 def run(args: argparse.Namespace) -> dict[str, dict[str, list[dict[str, float]]]]:
     results: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
     env = {"MEMORYROUTER_EMBEDDINGS": args.embeddings}
+    modes = args.consolidate.split(",")
     with tempfile.TemporaryDirectory() as tmp, server(Path(tmp), env) as base:
         for h in range(args.histories):
             rng = random.Random(args.seed * 1000 + h)
             convs, questions = generate(rng, args.conversations, args.wording == "plain")
-            vault_key = new_vault(Path(tmp), f"history-{h}")
-            http = httpx2.Client(
-                base_url=base, headers={"Authorization": f"Bearer {vault_key}"}, timeout=120
-            )
-            for conv in convs:
-                messages = [
-                    {"role": t.role, "content": t.text, "date": t.date.isoformat()}
-                    for t in conv.turns
-                ]
-                stored = {"messages": messages, "session_id": conv.session}
-                assert http.post("/v1/memory/ingest", json=stored).status_code == 202
-            _wait_for_vectors(http)
-            turns = [(c.session, t.text) for c in convs for t in c.turns]
             where = {(t.text, _iso(t.date)): c.session for c in convs for t in c.turns}
+            for mode in modes:
+                vault_key = new_vault(Path(tmp), f"history-{h}-{mode}")
+                http = httpx2.Client(
+                    base_url=base, headers={"Authorization": f"Bearer {vault_key}"}, timeout=120
+                )
+                _ingest(http, convs)
+                if mode != "none":
+                    consolidate(http, marked=mode == "marked")
+                _wait_for_vectors(http)
+                system = "server" if mode == "none" else f"server, reflections {mode}"
+                for q in questions:
+                    body: dict[str, object] = {"query": q.text, "limit": max(KS)}
+                    if args.as_of:
+                        body["as_of"] = q.as_of.isoformat()
+                    found = http.post("/v1/memory/search", json=body).json()["memories"]
+                    ranked = [_session_of(where, row) for row in found]
+                    current = None if q.values is None else _current(q.values, found)
+                    results[system][q.kind].append(score(q.kind, q.evidence, ranked, current))
+                http.close()
+            turns = [(c.session, t.text) for c in convs for t in c.turns]
             by_turn = BM25([text for _, text in turns])
             by_conv = BM25([" ".join(t.text for t in c.turns) for c in convs])
             for q in questions:
-                body: dict[str, object] = {"query": q.text, "limit": max(KS)}
-                if args.as_of:
-                    body["as_of"] = q.as_of.isoformat()
-                found = http.post("/v1/memory/search", json=body).json()["memories"]
-                ranked = [_session_of(where, row) for row in found]
-                results["server"][q.kind].append(score(q.kind, q.evidence, ranked))
                 turn_ranked = [turns[i][0] for i in by_turn.rank(q.text)[: max(KS)]]
                 results["BM25 over turns"][q.kind].append(score(q.kind, q.evidence, turn_ranked))
                 conv_ranked = [convs[i].session for i in by_conv.rank(q.text)[: max(KS)]]
                 results["BM25 over conversations"][q.kind].append(
                     score(q.kind, q.evidence, conv_ranked)
                 )
-            http.close()
     return results
+
+
+def _ingest(http: httpx2.Client, convs: list[Conversation]) -> None:
+    for conv in convs:
+        messages = [
+            {"role": t.role, "content": t.text, "date": t.date.isoformat()} for t in conv.turns
+        ]
+        stored = {"messages": messages, "session_id": conv.session}
+        assert http.post("/v1/memory/ingest", json=stored).status_code == 202
+
+
+def _current(values: tuple[str, str], found: list[dict[str, object]]) -> list[float]:
+    """current@k for each k: the first of the top k rows naming either value names the new."""
+    old, new = (v.lower() for v in values)
+    named = [
+        new in text if new in text or old in text else None
+        for text in (str(row["content"]).lower() for row in found)
+    ]
+    out = []
+    for k in KS:
+        first = next((n for n in named[:k] if n is not None), False)
+        out.append(100.0 * first)
+    return out
+
+
+_RELATED = re.compile(r"^\[(R[0-9]+)\] [^:]*: (.*)$")
+
+
+def consolidate(http: httpx2.Client, *, marked: bool) -> None:
+    """Consolidate the vault through contract 2, oldest first, in batches of 1,000 tokens,
+    with the scripted model (:func:`scripted`)."""
+    while True:
+        checkout = {"tier": 1, "max_tokens": 1_000, "contract": 2}
+        batch = http.post("/v1/memory/consolidate/checkout", json=checkout).json()
+        if batch["batch_id"] is None:
+            return
+        lines = batch["reflection_contract"]["instructions"].splitlines()
+        shown = {m.group(1): m.group(2) for m in map(_RELATED.match, lines) if m}
+        entries = scripted(batch["memories"], shown, marked)
+        done = http.post(
+            "/v1/memory/consolidate/commit",
+            json={"batch_id": batch["batch_id"], "entries": entries},
+        )
+        assert done.status_code == 200, done.text
+
+
+def scripted(
+    memories: list[dict[str, object]], shown: dict[str, str], marked: bool
+) -> list[dict[str, object]]:
+    """A model following contract 2: one entry per planted line (citing it), one for the rest
+    of the batch; ``marked``: an update names the shown reflection holding its old value."""
+    entries: list[dict[str, object]] = []
+    rest: list[dict[str, object]] = []
+    for memory in memories:
+        fact = PLANTED.get(str(memory["text"]))
+        if fact is None:
+            rest.append(memory)
+            continue
+        entry: dict[str, object] = {
+            "text": f"On {str(memory['date'])[:10]} the user said: {memory['text']}",
+            "importance": 7,
+            "cites": [memory["line"]],
+        }
+        if marked and fact.replaces is not None:
+            old = fact.replaces.lower()
+            labels = [label for label, text in shown.items() if old in text.lower()]
+            if labels:
+                entry["replaces"] = labels
+        entries.append(entry)
+    if rest:
+        start, end = str(rest[0]["date"])[:10], str(rest[-1]["date"])[:10]
+        entries.append(
+            {
+                "text": f"Between {start} and {end} the user and the assistant also chatted "
+                f"about everyday things ({len(rest)} lines of routine conversation).",
+                "importance": 2,
+                "cites": [m["line"] for m in rest[:10]],
+            }
+        )
+    return entries
 
 
 def _iso(moment: datetime) -> str:
@@ -418,6 +533,11 @@ def main() -> None:
     parser.add_argument("--embeddings", default="local")
     parser.add_argument("--as-of", action="store_true", help="send each question's as_of")
     parser.add_argument(
+        "--consolidate",
+        default="none",
+        help="comma-separated: none (raw only), unmarked, marked (see above)",
+    )
+    parser.add_argument(
         "--wording",
         default="paraphrase",
         choices=["paraphrase", "plain"],
@@ -426,7 +546,7 @@ def main() -> None:
     args = parser.parse_args()
     results = run(args)
     kinds = ["spans", "update", "time"]
-    metrics = [f"all@{k}" for k in KS] + [f"distinct@{k}" for k in KS] + ["newer@5"]
+    metrics = [f"all@{k}" for k in KS] + [f"distinct@{k}" for k in KS] + ["newer@5", *CURRENT]
     rows = []
     for system, by_kind in results.items():
         for kind in [*kinds, "all"]:

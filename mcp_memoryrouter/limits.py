@@ -63,7 +63,8 @@ ENTRY_CHARS_MIN, ENTRY_CHARS_MAX = 1, 8_000  # an entry's text, after trimming
 # --- the second reflection contract (docs/consolidation.md#contract-2) -------------------
 CONTRACTS = (1, 2)  # checkout's "contract": 1 (the default, unchanged) or 2
 RELATED_MAX = 8  # existing reflections a version-2 checkout shows, labelled R1, R2, ...
-RELATED_QUERIES, RELATED_QUERY_CHARS = 4, 1_500  # the searches that find them, at most
+RELATED_LINES = 256  # batch lines compared with them by meaning (evenly spread, at most)
+RELATED_QUERIES, RELATED_QUERY_CHARS = 4, 1_500  # ...or searched by words, without vectors
 RELATED_CHARS = 300  # of each one's text the contract shows (cut at a word, then "...")
 # a version-2 contract at its longest (RELATED_MAX reflections shown), as the MCP tool sends
 # it (twice: structured and as text), for the result budget; tests/vault pins it

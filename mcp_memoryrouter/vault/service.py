@@ -65,6 +65,7 @@ from mcp_memoryrouter.vault.rules.prepare import ContextSize, build_context, sta
 from mcp_memoryrouter.vault.rules.timeline import BucketSize, Timeline, fold
 from mcp_memoryrouter.vault.rules.window import Order
 from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.vault.search.vectors import VectorQuery
 from mcp_memoryrouter.vault.store import Store
 
 Clock = Callable[[], int]
@@ -300,7 +301,9 @@ class VaultService:
         one it leads to (``rules.current``)."""
         hits = self._supported(vault_id, found)
         replaced = [h.memory.id for h in hits if h.memory.superseded is not None]
-        leads = self._store.successors(vault_id, replaced)
+        stood_on = self._store.outdated(vault_id, [h.memory.id for h in hits if h.memory.tier == 1])
+        leads = self._store.successors(vault_id, [*replaced, *stood_on.values()])
+        leads.update((moment, leads[r]) for moment, r in stood_on.items() if r in leads)
         if leads:
             shown = self._supported(vault_id, [ScoredMemory(m, None) for m in leads.values()])
             by_id = {h.memory.id: h.memory for h in shown}
@@ -462,21 +465,37 @@ class VaultService:
         return result
 
     def _related(self, vault_id: str, batch: Batch) -> Batch:
-        """The batch with the current reflections of the tier it makes that relate to it
-        (found by the vault's own search over runs of its texts, ``rules.current``), each
-        recorded under the label the contract shows."""
-        queries = current.related_queries(
-            [c.content for c in batch.sources],
-            limits.RELATED_QUERIES,
-            limits.RELATED_QUERY_CHARS,
-        )
+        """The batch with the current reflections of the tier it makes that relate to it,
+        each recorded under the label the contract shows: those most like any one of its lines
+        by meaning in the default model (one fact among small talk still finds the reflection
+        it changes), or without vectors found by words over runs of its texts
+        (``rules.current``)."""
         replaced = self._store.superseded_ids(vault_id)
         where = SearchFilter(tiers=(reflection_tier(batch.tier),))
         wider = limits.RELATED_MAX + min(len(replaced), limits.SEARCH_LIMIT_MAX)
-        found = [[h.memory for h in self._search(vault_id, q, wider, where, None)] for q in queries]
-        rows = current.merged(
-            [[m for m in f if m.id not in replaced] for f in found], limits.RELATED_MAX
-        )
+        texts = [c.content for c in batch.sources]
+        embedder = self._embedders.get(self._embedders.resolve(None))
+        if embedder is not None:
+            lines = current.spread_lines(texts, limits.RELATED_LINES)
+            deep = 3 * wider  # each line's hits, for the median it stands out from
+            per_line = [
+                self._store.search_vectors(
+                    vault_id, VectorQuery(embedder.model_id, embedder.dim, vector), deep, where
+                )
+                for vector in embedder.embed(lines)
+            ]
+            floor = embedder.relevance_floor
+            rows = current.strongest(per_line, replaced, floor, limits.RELATED_MAX)
+        else:
+            queries = current.related_queries(
+                texts, limits.RELATED_QUERIES, limits.RELATED_QUERY_CHARS
+            )
+            found = [
+                [h.memory for h in self._search(vault_id, q, wider, where, None)] for q in queries
+            ]
+            rows = current.merged(
+                [[m for m in f if m.id not in replaced] for f in found], limits.RELATED_MAX
+            )
         shown = [
             Related(label, m.date_from, m.date_to, current.gist(m.content, limits.RELATED_CHARS))
             for label, m in zip(contract.labels(len(rows)), rows, strict=True)
@@ -521,8 +540,11 @@ class VaultService:
         source_ids: Sequence[str],
         covers: tuple[int, int] | None,
         sources_deleted: int = 0,
+        replaced: Sequence[tuple[str, int, int]] = (),
     ) -> tuple[list[Created], Counters]:
-        """Recreate exported reflections with their lineage (see ``mcp-memoryrouter import``)."""
+        """Recreate exported reflections with their lineage (see ``mcp-memoryrouter import``),
+        and mark superseded the reflections imported before that they replaced (``replaced``:
+        id, when, entry index)."""
         access.require_full()
         checked = contract.check_entries(entries)
         created = self._store.import_reflections(
@@ -535,6 +557,7 @@ class VaultService:
             self._model_id(None),
             sources_deleted,
             access.writer,
+            replaced,
         )
         self._wake()
         tokens = sum(est_tokens(e.text) for e in checked)

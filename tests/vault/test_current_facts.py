@@ -146,6 +146,17 @@ def test_the_successor_is_brought_in_when_only_the_old_fact_matches(vault: Vault
     assert [r["id"] for r in rows] == [new, old]
 
 
+def test_the_moment_an_outdated_reflection_cited_follows_the_current_reflection(
+    vault: Vault,
+) -> None:
+    _, new, _ = moved(vault)  # each entry cites its one line
+    rows = search(vault, "Boston harbour flat")
+    said_then = next(r for r in rows if r["tier"] == 1 and r["content"] == BOSTON)
+    order = [r["id"] for r in rows]
+    assert order.index(new) < order.index(said_then["id"])
+    assert "superseded" not in said_then  # what was said then is kept, unmarked
+
+
 def test_date_search_marks_and_leaves_out_superseded_rows(vault: Vault) -> None:
     old, new, _ = moved(vault)
     window = {"from": "2026-01-01", "to": "2026-12-31", "tiers": [2]}

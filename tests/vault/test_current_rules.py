@@ -8,6 +8,8 @@ from mcp_memoryrouter.vault.rules.current import (
     merged,
     preference_budget,
     related_queries,
+    spread_lines,
+    strongest,
 )
 from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory, Superseded
 
@@ -76,3 +78,26 @@ def test_gist_cuts_at_a_word_and_marks_the_cut() -> None:
 def test_preferences_get_a_fixed_budget_never_above_a_quarter_of_the_block() -> None:
     assert preference_budget(3_000, 300) == 300
     assert preference_budget(800, 300) == 200
+
+
+def test_a_moment_an_outdated_reflection_stood_on_follows_the_current_one_and_stays() -> None:
+    moment = Memory("said-then", 1, "I live in Boston.", 1, 0, 0)
+    hits = [ScoredMemory(moment, 0.9)]
+    ranked = current_first(hits, {"said-then": row("new")}, current_only=True)
+    assert ids(ranked) == ["new", "said-then"]  # what was said then is kept, after
+
+
+def test_strongest_weighs_a_hit_by_how_far_it_stands_above_its_line() -> None:
+    fact, hub, other = row("fact"), row("hub"), row("other")
+    small_talk = [ScoredMemory(hub, 0.50), ScoredMemory(fact, 0.45), ScoredMemory(other, 0.44)]
+    a_fact = [ScoredMemory(fact, 0.40), ScoredMemory(hub, 0.10), ScoredMemory(other, 0.05)]
+    assert [m.id for m in strongest([small_talk, a_fact], frozenset(), None, 1)] == ["fact"]
+    assert [m.id for m in strongest([a_fact], frozenset({"fact"}), None, 2)] == ["hub", "other"]
+    assert strongest([a_fact], frozenset(), 0.2, 5) == [fact]
+    assert strongest([[]], frozenset(), None, 5) == []
+
+
+def test_spread_lines_keeps_the_order_and_reaches_the_end() -> None:
+    texts = [str(n) for n in range(10)]
+    assert spread_lines(texts, 20) == texts
+    assert spread_lines(texts, 4) == ["0", "2", "5", "7"]

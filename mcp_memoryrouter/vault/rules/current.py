@@ -4,7 +4,9 @@ replaced (docs/consolidation.md#contract-2).
 A replaced (superseded) row never ranks above what replaced it: the current reflection its
 replacements lead to takes the superseded row's place (and score) when the search had not
 already ranked it higher, and the superseded row follows it, marked as superseded. With
-``current_only`` the superseded row is left out and its successor stays in its place.
+``current_only`` the superseded row is left out and its successor stays in its place. A moment
+a replaced reflection stood on (its first evidence, or a line it cited) is kept, since it is
+what was said then, but it too follows the current reflection.
 """
 
 from __future__ import annotations
@@ -20,19 +22,19 @@ def current_first(
     *,
     current_only: bool = False,
 ) -> list[ScoredMemory]:
-    """``hits`` with each superseded row's current successor (``successors``: superseded id
-    to the current memory) placed before it, each memory once."""
+    """``hits`` with the current successor of each outdated one (``successors``: the id of a
+    superseded row, or of a moment a superseded reflection stood on, to the current memory)
+    placed before it, each memory once."""
     ranked: list[ScoredMemory] = []
     seen: set[str] = set()
     for hit in hits:
         memory = hit.memory
-        if memory.superseded is not None:
-            successor = successors.get(memory.id)
-            if successor is not None and successor.id not in seen:
-                ranked.append(ScoredMemory(successor, hit.score))
-                seen.add(successor.id)
-            if current_only:
-                continue
+        successor = successors.get(memory.id)
+        if successor is not None and successor.id not in seen:
+            ranked.append(ScoredMemory(successor, hit.score))
+            seen.add(successor.id)
+        if memory.superseded is not None and current_only:
+            continue
         if memory.id not in seen:
             ranked.append(hit)
             seen.add(memory.id)
@@ -66,6 +68,41 @@ def gist(text: str, chars: int) -> str:
         return text
     cut = text[: chars - 3].rsplit(" ", 1)[0] or text[: chars - 3]
     return cut + "..."
+
+
+def spread_lines(texts: Sequence[str], count: int) -> list[str]:
+    """At most ``count`` of ``texts``, evenly spread over them, in order."""
+    if len(texts) <= count:
+        return list(texts)
+    return [texts[i * len(texts) // count] for i in range(count)]
+
+
+def strongest(
+    per_line: Sequence[Sequence[ScoredMemory]],
+    leave_out: frozenset[str],
+    floor: float | None,
+    limit: int,
+) -> list[Memory]:
+    """The memories most distinctly like one of the lines (``per_line``: each line's vector
+    hits, best first): a hit counts by how far its cosine stands above the median of its
+    line's hits, so a line of small talk, about as like every reflection, weighs little, and
+    a fact, much more like the one reflection it changes, weighs much. Hits under ``floor``,
+    and those in ``leave_out``, do not count; best first, at most ``limit``."""
+    best: dict[str, tuple[float, Memory]] = {}
+    for hits in per_line:
+        scores = sorted(hit.score or 0.0 for hit in hits)
+        if not scores:
+            continue
+        middle = scores[len(scores) // 2]
+        for hit in hits:
+            score = hit.score or 0.0
+            if hit.memory.id in leave_out or (floor is not None and score < floor):
+                continue
+            margin = score - middle
+            if hit.memory.id not in best or margin > best[hit.memory.id][0]:
+                best[hit.memory.id] = (margin, hit.memory)
+    ranked = sorted(best.values(), key=lambda found: (-found[0], found[1].id))
+    return [memory for _, memory in ranked[:limit]]
 
 
 def merged(lists: Sequence[Sequence[Memory]], limit: int) -> list[Memory]:

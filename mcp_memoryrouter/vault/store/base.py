@@ -306,6 +306,10 @@ class Store(ABC):
         """Which of ``ids`` were replaced, and their kinds (current rows of no kind: absent)."""
         return self._read(lambda tx: current.states(tx, vault_id, ids)) if ids else {}
 
+    def outdated(self, vault_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """The moments among ``ids`` a replaced reflection stood on, each to that reflection."""
+        return self._read(lambda tx: current.outdated(tx, vault_id, ids)) if ids else {}
+
     def superseded_ids(self, vault_id: str) -> frozenset[str]:
         return self._read(lambda tx: current.superseded_ids(tx, vault_id))
 
@@ -353,15 +357,18 @@ class Store(ABC):
         embed_model: str | None,
         sources_deleted: int = 0,
         writer: Writer | None = None,
+        replaced: Sequence[tuple[str, int, int]] = (),
     ) -> list[Created]:
         """Create reflections at ``tier`` linked to sources one tier below (an import), and
-        to ``sources_deleted`` sources that no longer exist."""
+        to ``sources_deleted`` sources that no longer exist; mark ``replaced`` (id, when,
+        entry index) superseded by the entries that replaced them."""
 
         def work(tx: Tx) -> list[Created]:
             created = reflect.import_reflections(
                 tx, vault_id, tier, entries, source_ids, covers, now_ms, embed_model, writer
             )
             backup.link_deleted_sources(tx, vault_id, created, sources_deleted)
+            current.restore(tx, vault_id, tier, created, replaced)
             return created
 
         return self._write(work)

@@ -77,6 +77,30 @@ def supersede(
     return marked
 
 
+def restore(
+    tx: Tx,
+    vault_id: str,
+    tier: int,
+    created: Sequence[Created],
+    replaced: Sequence[tuple[str, int, int]],
+) -> None:
+    """An import: mark each (id, when, entry index) superseded by the reflection that entry
+    created; an id that is no current reflection of the vault at ``tier`` is refused (the
+    caller's transaction writes nothing then)."""
+    for i, (memory_id, at_ms, index) in enumerate(replaced):
+        marked = tx.run(
+            "UPDATE memories SET superseded_ms = ?, superseded_by = ? WHERE vault_id = ? "
+            "AND id = ? AND tier = ? AND superseded_ms IS NULL",
+            (at_ms, created[index].id, vault_id, memory_id, tier),
+        )
+        if not marked:
+            raise InvalidRequest(
+                f"replaced[{i}].id names no current tier {tier} reflection of this vault: "
+                "name a reflection imported before, of the tier of this request",
+                {"field": f"replaced[{i}].id"},
+            )
+
+
 def states(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, State]:
     """Whether each of the vault's memories among ``ids`` was replaced, and its kind; a
     memory that is current and of no kind is left out."""
@@ -89,6 +113,25 @@ def states(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, State]:
         [vault_id, *params],
     )
     return {r[0]: (None if r[1] is None else Superseded(int(r[1]), r[2]), r[3]) for r in rows}
+
+
+def outdated(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, str]:
+    """The moments among ``ids`` that a replaced reflection stood on: each one's first
+    evidence, or one its entry cited (``evidence``), mapped to that reflection."""
+    if not ids:
+        return {}
+    test, params = tx.among(sorted(set(ids)))
+    rows = tx.all(
+        "SELECT e.memory_id, e.reflection_id FROM evidence e JOIN memories m "
+        "ON m.id = e.reflection_id AND m.vault_id = e.vault_id WHERE e.vault_id = ? "
+        f"AND e.memory_id {test} AND (e.rank = 1 OR e.cited = 1) "
+        "AND m.superseded_ms IS NOT NULL ORDER BY e.memory_id, m.superseded_ms DESC",
+        [vault_id, *params],
+    )
+    found: dict[str, str] = {}
+    for memory_id, reflection_id in rows:
+        found.setdefault(memory_id, reflection_id)
+    return found
 
 
 def superseded_ids(tx: Tx, vault_id: str) -> frozenset[str]:
