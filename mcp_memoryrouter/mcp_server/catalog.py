@@ -140,6 +140,20 @@ def _tool(spec: ToolSpec, binder: Binder) -> Tool:
     if scope is None:
         raise PolicyError(f"tool {name!r} has no entry in scopes.yaml")
     _check_hints(name, scope, spec.annotations)
+    annotations = spec.annotations.model_dump_json()
+    key = (spec.fn, spec.title, spec.description, annotations, spec.view, spec.visibility, scope)
+    published = _PUBLISHED.get(key)
+    if published is None:
+        published = _PUBLISHED[key] = _published(spec, scope)
+    return published.model_copy()  # each server its own tool; the schemas are shared
+
+
+# A tool as published depends on its spec and scope alone, and generating its schemas from
+# its signature is most of building a server (25 ms a tool): each is built once a process.
+_PUBLISHED: dict[tuple[object, ...], Tool] = {}
+
+
+def _published(spec: ToolSpec, scope: Scope) -> Tool:
     tool = Tool.from_function(
         spec.fn,
         title=spec.title,
