@@ -299,6 +299,15 @@ class CoversIn(_Request):
     to: Text
 
 
+class ReplacedIn(_Request):
+    """An import: a reflection imported before that entry ``entry`` of this request replaced,
+    and when (its ``superseded`` in the export)."""
+
+    id: Id
+    at: Text
+    entry: Annotated[StrictInt, Field(ge=0, lt=limits.ENTRIES_MAX), WHOLE]
+
+
 class ImportReflectionsRequest(_Request):
     """Recreate reflections from an export, linked to sources one tier below."""
 
@@ -308,6 +317,10 @@ class ImportReflectionsRequest(_Request):
     covers: CoversIn | None = None
     # sources the exported reflections had lost: inspect keeps counting them as deleted
     sources_deleted: Annotated[StrictInt, Field(ge=0, le=limits.MAX_SOURCE_IDS), WHOLE] = 0
+    # reflections imported before that these entries replaced: marked superseded by them
+    replaced: Annotated[
+        list[ReplacedIn], Field(max_length=limits.ENTRIES_MAX * limits.RELATED_MAX)
+    ] = Field(default_factory=list, exclude_if=_omit_empty)
 
 
 class MarkConsolidatedRequest(_Request):

@@ -64,6 +64,17 @@ class ArchiveCovers(BaseModel):
     _moments = field_validator("from_", "to")(_check_moment)
 
 
+class ArchiveSuperseded(BaseModel):
+    """A reflection a later one replaced: when, and the id (in the file) of the later one."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    at: StrictStr
+    by: Annotated[StrictStr, Field(min_length=1)]
+
+    _moment = field_validator("at")(_check_moment)
+
+
 class ArchiveLine(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -86,6 +97,9 @@ class ArchiveLine(BaseModel):
     # stores it as its own (surface "import", the importing key), since another vault's key
     # ids mean nothing here (docs/backup.md)
     stored_by: schemas.StoredBy | None = None
+    # reflections: a standing preference ("kind"), replaced by a later one ("superseded")
+    kind: schemas.Kind | None = None
+    superseded: ArchiveSuperseded | None = None
 
     @field_validator("content")
     @classmethod
@@ -107,6 +121,8 @@ class ArchiveLine(BaseModel):
             extra = (self.importance, self.covers, self.sources, self.sources_deleted)
             if any(v is not None for v in extra):
                 raise ValueError("a tier 1 memory has no importance, covers or sources")
+            if self.kind is not None or self.superseded is not None:
+                raise ValueError("a tier 1 memory has no kind and is never superseded")
             return self
         if any(v is not None for v in (self.role, self.date, self.session_id)):
             raise ValueError("a reflection has covers instead of role, date or session_id")
@@ -129,6 +145,9 @@ class ArchivedReflection:
     id: str | None
     text: str
     importance: int
+    kind: schemas.Kind | None = None
+    # the earlier reflections of the file it replaced: (their id in the file, when)
+    replaced: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,7 +182,7 @@ def read_archive(lines: Iterable[str]) -> Archive:
             earlier = by_id.setdefault(item.line.id, item)
             if earlier is not item:
                 raise _bad(item.number, f"id {item.line.id!r} is also on line {earlier.number}")
-    groups = _groups([i for i in parsed if i.line.tier > 1], by_id)
+    groups = _groups([i for i in parsed if i.line.tier > 1], by_id, _replaced(parsed, by_id))
     referenced = frozenset(ref for group in groups for ref in group.sources)
     return Archive(
         raw=tuple(i for i in parsed if i.line.tier == 1),
@@ -194,7 +213,35 @@ def json_problem(exc: json.JSONDecodeError) -> str:
     return exc.msg.removesuffix(" at")
 
 
-def _groups(reflections: list[Numbered], by_id: dict[str, Numbered]) -> tuple[ReflectionGroup, ...]:
+def _replaced(
+    parsed: list[Numbered], by_id: dict[str, Numbered]
+) -> dict[str, tuple[tuple[str, str], ...]]:
+    """For each reflection of the file that replaced earlier ones: (their id, when). A
+    ``superseded.by`` that names no line is the record of a reflection deleted before the
+    export: the earlier one is imported as current."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for item in parsed:
+        line = item.line
+        if line.superseded is None:
+            continue
+        later = by_id.get(line.superseded.by)
+        if later is None:
+            continue
+        if line.id is None or later.line.tier != line.tier or later.number <= item.number:
+            raise _bad(
+                item.number,
+                f"superseded.by {line.superseded.by!r} must be the id of a later tier "
+                f"{line.tier} line of this file, and this line needs an id",
+            )
+        found.setdefault(line.superseded.by, []).append((line.id, line.superseded.at))
+    return {by: tuple(earlier) for by, earlier in found.items()}
+
+
+def _groups(
+    reflections: list[Numbered],
+    by_id: dict[str, Numbered],
+    replaced: dict[str, tuple[tuple[str, str], ...]],
+) -> tuple[ReflectionGroup, ...]:
     grouped: dict[tuple[int, tuple[str, ...], ArchiveCovers | None, int], list[ArchivedReflection]]
     grouped = {}
     consolidated_by: dict[str, Numbered] = {}
@@ -206,7 +253,10 @@ def _groups(reflections: list[Numbered], by_id: dict[str, Numbered]) -> tuple[Re
         key = (line.tier, sources, line.covers, line.sources_deleted or 0)
         if key not in grouped:
             _claim(item, sources, by_id, consolidated_by)
-        reflection = ArchivedReflection(item.number, line.id, line.content, line.importance)
+        earlier = () if line.id is None else replaced.get(line.id, ())
+        reflection = ArchivedReflection(
+            item.number, line.id, line.content, line.importance, line.kind, earlier
+        )
         grouped.setdefault(key, []).append(reflection)
     groups = [
         ReflectionGroup(2 if tier == 2 else 3, sources, covers, tuple(items), deleted)

@@ -173,11 +173,18 @@ async def _recreate(
         schemas.ImportReflectionsRequest(
             tier=group.tier,
             entries=[
-                schemas.EntryIn(text=r.text, importance=r.importance) for r in group.reflections
+                schemas.EntryIn(text=r.text, importance=r.importance, kind=r.kind)
+                for r in group.reflections
             ],
             source_ids=[memory_id for ref in group.sources for memory_id in ids.by_id[ref]],
             covers=None if covers is None else schemas.CoversIn(from_=covers.from_, to=covers.to),
             sources_deleted=group.sources_deleted,
+            replaced=[
+                schemas.ReplacedIn(id=ids.by_id[earlier][0], at=at, entry=index)
+                for index, r in enumerate(group.reflections)
+                for earlier, at in r.replaced
+                if earlier in ids.by_id  # imported before it (an export's order)
+            ],
         )
     )
     for reflection, created in zip(group.reflections, done.created, strict=True):

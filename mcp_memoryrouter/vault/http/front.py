@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -340,7 +340,13 @@ class VaultAPI:
             )
         entries = [entry_of(e) for e in body.entries]
         created, counters = self._service.import_reflections(
-            access, body.tier, entries, body.source_ids, covers, body.sources_deleted
+            access,
+            body.tier,
+            entries,
+            body.source_ids,
+            covers,
+            body.sources_deleted,
+            _replaced(body.replaced, len(entries)),
         )
         return schemas.ImportReflectionsResponse(
             created=[schemas.CreatedReflection(id=c.id, importance=c.importance) for c in created],
@@ -501,6 +507,21 @@ def _prepare_query(body: schemas.PrepareRequest) -> tuple[str, str | None]:
     last = body.messages[-limits.PREPARE_QUERY_MESSAGES :]
     query = "\n\n".join(f"[{m.role.upper()}] {m.content}" for m in last)
     return query, last[-1].content
+
+
+def _replaced(replaced: Sequence[schemas.ReplacedIn], entries: int) -> list[tuple[str, int, int]]:
+    """An import's replaced reflections as (id, when in ms, entry index)."""
+    for i, r in enumerate(replaced):
+        if r.entry >= entries:
+            raise InvalidRequest(
+                f"replaced[{i}].entry is {r.entry}, and the request holds {entries} entries: "
+                "name an entry by its index from 0",
+                {"field": f"replaced[{i}].entry"},
+            )
+    return [
+        (r.id, parse_moment(r.at, field=f"replaced[{i}].at"), r.entry)
+        for i, r in enumerate(replaced)
+    ]
 
 
 def entry_of(body: schemas.EntryIn) -> Entry:

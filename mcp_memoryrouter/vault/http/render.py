@@ -400,6 +400,10 @@ def export_line(exported: ExportedMemory) -> dict[str, object]:
         }
         if exported.sources_deleted:
             line["sources_deleted"] = exported.sources_deleted
+        if m.kind is not None:
+            line["kind"] = m.kind
+        if m.superseded is not None:  # replaced by a later one: when, and by which
+            line["superseded"] = {"at": format_ms(m.superseded.at), "by": m.superseded.by}
     if m.tier < 3:
         line["consolidated"] = exported.consolidated
     origin = stored_by(m.stored_by)

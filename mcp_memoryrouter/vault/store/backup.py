@@ -13,7 +13,12 @@ from dataclasses import replace
 
 from mcp_memoryrouter.db import Tx
 from mcp_memoryrouter.vault.rules import counters
-from mcp_memoryrouter.vault.rules.domain import Created, ExportedMemory, new_memory_id
+from mcp_memoryrouter.vault.rules.domain import (
+    Created,
+    ExportedMemory,
+    Superseded,
+    new_memory_id,
+)
 from mcp_memoryrouter.vault.store.reflect import apply_counters
 from mcp_memoryrouter.vault.store.sql import (
     MEMORY_COLUMNS,
@@ -30,7 +35,8 @@ def export_page(
     before the reflections built on them), and the last seq read (``after_seq`` at the end)."""
     rows = tx.all(
         f"SELECT {MEMORY_COLUMNS}, m.consolidated, m.seq, "
-        f"{', '.join('m.' + c for c in WRITER_COLUMNS.split(', '))} FROM memories m "
+        f"{', '.join('m.' + c for c in WRITER_COLUMNS.split(', '))}, "
+        "m.kind, m.superseded_ms, m.superseded_by FROM memories m "
         "WHERE m.vault_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
         (vault_id, after_seq, limit),
     )
@@ -54,7 +60,12 @@ def export_page(
                 present[parent].append(child)
     page = [
         ExportedMemory(
-            replace(memory_from_row(r[:10]), stored_by=writer_from_row(r[12:17])),
+            replace(
+                memory_from_row(r[:10]),
+                stored_by=writer_from_row(r[12:17]),
+                kind=r[17],
+                superseded=None if r[18] is None else Superseded(int(r[18]), r[19]),
+            ),
             bool(r[10]),
             tuple(present.get(r[0], ())),
             deleted.get(r[0], 0),
