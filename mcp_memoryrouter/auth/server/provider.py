@@ -318,7 +318,7 @@ class EmbeddedProvider:
                 "the memory key this connection was made with was revoked",
             )
         granted = [s for s in scopes if s in grant.scopes]
-        spent = ("refresh", refresh_token.token)
+        spent: tuple[Spent, str] = ("refresh", refresh_token.token)
         return await self._db(partial(self._issue, grant, granted, spent))
 
     def _refreshed_grant(self, refresh_token: GrantRefreshToken) -> tuple[Grant, str]:
