@@ -41,8 +41,8 @@ async def delete_memories(
     derived: Annotated[
         bool | Literal["evidence"],
         Field(
-            description='Also delete every reflection built from these ("evidence": only '
-            "those whose evidence includes them); their other sources are consolidated again."
+            description='Also delete reflections built from them ("evidence": only those '
+            "resting on them); their other sources are consolidated again."
         ),
     ] = False,
     dry_run: Annotated[bool, Field(description="List what would go; change nothing.")] = False,
@@ -106,7 +106,7 @@ TOOLS = (
     ToolSpec(
         delete_memories,
         "Delete memories",
-        "Permanently delete memories by id (from search or inspect), any tier, up to "
+        "Permanently delete memories by id, any tier, up to "
         f"{limits.MAX_DELETE_IDS} per call. Reflections built from them stay unless derived "
         "is set (the user wants it forgotten entirely). Run dry_run first, show the user "
         "what would go, and confirm: it cannot be undone.",

@@ -151,11 +151,10 @@ TOOLS = (
         "Inspect a memory's lineage",
         "A memory in full with its receipts. For a reflection (tier 2 or 3): the memories "
         "it was built from, one tier down: its evidence first, then most similar first "
-        "(score: cosine; null = not embedded yet); when truncated, pass next_offset as "
-        "offset to read on. For tier 1 and 2: consolidated_into lists the reflections built "
-        "from it. A reflection's "
+        "(score: cosine); when truncated, pass next_offset as offset to read on. For tier 1 "
+        "and 2: consolidated_into lists the reflections built from it. A reflection's "
         "sources_deleted of sources_total says how much of its support was deleted (orphaned: "
-        "all of it). Chain calls to drill down to the exact words.",
+        "all of it).",
         READ_ONLY,
         view=MEMORY_VIEW,
     ),
