@@ -297,6 +297,8 @@ class Explorer:
             message = error.message
         elif error.status >= 500:
             message = "The vault could not answer. Try again in a moment."
+            if error.status == 503:  # the database is away: when to try again, if it said
+                headers["Retry-After"] = str(error.details.get("retry_after") or 1)
         else:
             message = error.message
         content = render.problem(
@@ -468,7 +470,9 @@ class Explorer:
             raise Refusal(message, 429, {"Retry-After": retry}) from None
         except MemoryRouterError as error:
             if error.status >= 500:
-                raise Refusal("The vault could not answer. Try again in a moment.", 503) from None
+                wait = {"Retry-After": str(error.details.get("retry_after") or 1)}
+                message = "The vault could not answer. Try again in a moment."
+                raise Refusal(message, 503, wait) from None
             raise Refusal(error.message, error.status) from None
         if not abilities(info.read_only, info.mode).reads:
             raise Refusal(

@@ -6,6 +6,7 @@ router's own 404 or 405, an unexpected error):
   whose ``Origin`` is another site is refused too;
 - the security headers (``pages.headers.EXPLORER_HEADERS``: a strict
   Content-Security-Policy, no framing, no caching) are set on every response;
+- a database that cannot answer (a restart, a failover) is a 503 page with ``Retry-After``;
 - an unexpected error is a plain 500 page, logged, never a trace.
 """
 
@@ -19,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.edge.requests import foreign_origin, host_allowed
 from mcp_memoryrouter.edge.responses import send_bytes
+from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.pages.document import alert, document
 from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS, raw
 
@@ -52,6 +54,12 @@ class Shell:
         secured = Secured(send)
         try:
             await self._app(scope, receive, secured)
+        except StoreUnavailable as exc:
+            if secured.started:
+                raise
+            wait = int(exc.details.get("retry_after", 1))
+            text = f"The server's database cannot answer right now. Try again in {wait} s."
+            await _refuse(send, 503, "Try again in a moment", text, retry_after=wait)
         except Exception:
             log.exception("the explorer failed on %s %s", scope["method"], scope["path"])
             if secured.started:
@@ -87,9 +95,13 @@ def secured(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     return kept + raw({k: v for k, v in EXPLORER_HEADERS.items() if k not in present})
 
 
-async def _refuse(send: Send, status: int, title: str, message: str) -> None:
+async def _refuse(
+    send: Send, status: int, title: str, message: str, *, retry_after: int | None = None
+) -> None:
     page = document(
         title, alert(message), site="Memory explorer", stylesheet_url="/ui/static/explorer.css"
     )
     headers = [(b"content-type", b"text/html; charset=utf-8"), *raw(EXPLORER_HEADERS)]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     await send_bytes(send, status, page.encode(), headers)

@@ -147,6 +147,28 @@ def consolidator(base: str, key: str, load: Load) -> None:
                 load.other(failed or f"commit {done and done.status_code}")
 
 
+def reader(base: str, key: str, load: Load) -> None:
+    """A person on the explorer's pages: a 503 page names when to try again."""
+    with httpx2.Client(base_url=base, timeout=60) as browser:
+        form = browser.get("/ui/sign-in")
+        signed_in = browser.post(
+            "/ui/sign-in",
+            data={"csrf": form.cookies["memoryrouter_ui_signin"], "next": "/ui", "key": key},
+            headers={"Origin": base},
+        )
+        assert signed_in.status_code == 303, signed_in.text
+        while not load.stop.is_set():
+            page, took, failed = timed(browser.get, "/ui")
+            if page is not None and page.status_code == 503:
+                with load.lock:
+                    load.unavailable.append(took)
+                    if not page.headers.get("retry-after", "").isdigit():
+                        load.wrong.append(f"explorer 503 without Retry-After: {page.text[:200]}")
+            elif page is None or page.status_code != 200:
+                load.other(failed or f"explorer {page and page.status_code}")
+            time.sleep(0.1)
+
+
 def refresher(base: str, client_id: str, token: str, load: Load) -> None:
     while not load.stop.is_set():
         response, took, failed = timed(refresh, base, client_id, token)
@@ -189,6 +211,7 @@ async def test_a_database_restart_under_load_loses_nothing_acknowledged(
             threading.Thread(
                 target=refresher, args=(base, client_id, tokens["refresh_token"], load)
             ),
+            threading.Thread(target=reader, args=(base, c.key, load)),
         ]
         for worker in workers:
             worker.start()
