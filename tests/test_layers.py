@@ -210,6 +210,7 @@ def within(name: str, prefix: str) -> bool:
     return (prefix == "" and name == "") or name == prefix or name.startswith(prefix + ".")
 
 
+@functools.cache
 def layer_of(name: str) -> str:
     """The layer whose prefix matches ``name`` most closely."""
     best, length = "", -1
@@ -308,26 +309,35 @@ def entry_violations(found: list[Module]) -> list[str]:
 
 
 def environment_violations(found: list[Module]) -> list[str]:
+    return [
+        problem
+        for module in found
+        if not any(within(module.name, root) for root in ENVIRONMENT_READERS)
+        for problem in _environment_reads(module)
+    ]
+
+
+@functools.cache
+def _environment_reads(module: Module) -> tuple[str, ...]:
+    """Where ``module`` reads the environment (once a module: every planted case asks again
+    of the whole package)."""
     problems = []
-    for module in found:
-        if any(within(module.name, root) for root in ENVIRONMENT_READERS):
-            continue
-        for node in nodes(module):
-            reads = (
-                (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"))
-                or (
-                    isinstance(node, ast.ImportFrom)
-                    and node.module == "os"
-                    and any(a.name in ("environ", "getenv", "environb") for a in node.names)
-                )
-                or (
-                    isinstance(node, ast.ImportFrom)
-                    and (node.module or "").startswith("pydantic_settings")
-                )
+    for node in nodes(module):
+        reads = (
+            (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"))
+            or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "os"
+                and any(a.name in ("environ", "getenv", "environb") for a in node.names)
             )
-            if reads:
-                problems.append(f"{module.name}:{getattr(node, 'lineno', 0)} reads the environment")
-    return problems
+            or (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("pydantic_settings")
+            )
+        )
+        if reads:
+            problems.append(f"{module.name}:{getattr(node, 'lineno', 0)} reads the environment")
+    return tuple(problems)
 
 
 def purity_violations(found: list[Module]) -> list[str]:
@@ -371,10 +381,17 @@ def database_violations(found: list[Module]) -> list[str]:
             driver = any(within(name, library) for library in DRIVERS)
             if driver and (not may_import or name.rsplit(".", 1)[-1] in OPENERS):
                 problems.append(f"{module.name}:{line} imports {name}")
-        for node in nodes(module):
-            if isinstance(node, ast.Call) and _opens(node.func):
-                problems.append(f"{module.name}:{node.lineno} opens a database connection")
+        problems += _opened(module)
     return problems
+
+
+@functools.cache
+def _opened(module: Module) -> tuple[str, ...]:
+    return tuple(
+        f"{module.name}:{node.lineno} opens a database connection"
+        for node in nodes(module)
+        if isinstance(node, ast.Call) and _opens(node.func)
+    )
 
 
 def header_violations(found: list[Module]) -> list[str]:
@@ -390,17 +407,21 @@ def header_violations(found: list[Module]) -> list[str]:
 
 
 def edge_violations(found: list[Module]) -> list[str]:
+    return [problem for module in found for problem in _edge_reads(module)]
+
+
+@functools.cache
+def _edge_reads(module: Module) -> tuple[str, ...]:
     problems = []
-    for module in found:
-        for owner, (attributes, literals) in EDGE_RULES.items():
-            if module.name == owner:
-                continue
-            for node in nodes(module):
-                if isinstance(node, ast.Attribute) and node.attr in attributes:
-                    problems.append(f"{module.name}:{node.lineno} reads .{node.attr} ({owner})")
-                elif isinstance(node, ast.Constant) and node.value in literals:
-                    problems.append(f"{module.name}:{node.lineno} reads a body ({owner})")
-    return problems
+    for owner, (attributes, literals) in EDGE_RULES.items():
+        if module.name == owner:
+            continue
+        for node in nodes(module):
+            if isinstance(node, ast.Attribute) and node.attr in attributes:
+                problems.append(f"{module.name}:{node.lineno} reads .{node.attr} ({owner})")
+            elif isinstance(node, ast.Constant) and node.value in literals:
+                problems.append(f"{module.name}:{node.lineno} reads a body ({owner})")
+    return tuple(problems)
 
 
 def _text(value: str | bytes) -> str:
