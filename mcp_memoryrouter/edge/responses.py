@@ -4,12 +4,13 @@ envelope with the headers its status owes the caller."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.responses import JSONResponse
-from starlette.types import Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_memoryrouter.errors import MemoryRouterError, RateLimited
+from mcp_memoryrouter.errors import MemoryRouterError, RateLimited, StoreUnavailable
 
 
 async def send_json(
@@ -43,3 +44,28 @@ def error_response(error: MemoryRouterError) -> JSONResponse:
     elif error.status == 503 and "retry_after" in error.details:
         headers["Retry-After"] = str(error.details["retry_after"])
     return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
+
+
+async def unless_unavailable(
+    app: ASGIApp,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    refuse: Callable[[int], Awaitable[None]],
+) -> None:
+    """``app``; when the database cannot answer (a restart, a failover) before a response has
+    begun, ``refuse(seconds)`` answers instead: a 503 in the caller's shape, which names
+    those seconds in ``Retry-After``."""
+    started = False
+
+    async def sending(message: Message) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, sending)
+    except StoreUnavailable as exc:
+        if started:
+            raise
+        await refuse(int(exc.details.get("retry_after", 1)))

@@ -19,8 +19,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memoryrouter.edge.requests import foreign_origin, host_allowed
-from mcp_memoryrouter.edge.responses import send_bytes
-from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.edge.responses import send_bytes, unless_unavailable
 from mcp_memoryrouter.pages.document import alert, document
 from mcp_memoryrouter.pages.headers import EXPLORER_HEADERS, raw
 
@@ -52,14 +51,13 @@ class Shell:
             )
             return
         secured = Secured(send)
-        try:
-            await self._app(scope, receive, secured)
-        except StoreUnavailable as exc:
-            if secured.started:
-                raise
-            wait = int(exc.details.get("retry_after", 1))
+
+        async def unavailable(wait: int) -> None:
             text = f"The server's database cannot answer right now. Try again in {wait} s."
             await _refuse(send, 503, "Try again in a moment", text, retry_after=wait)
+
+        try:
+            await unless_unavailable(self._app, scope, receive, secured, unavailable)
         except Exception:
             log.exception("the explorer failed on %s %s", scope["method"], scope["path"])
             if secured.started:

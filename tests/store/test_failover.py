@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from tests import pg, pgbouncer
-from tests.auth.test_replicas import cluster, code_on, exchange, refresh, register
+from tests.auth.test_replicas import cluster, code_on, exchange, register
 from tests.support.oauth import pkce
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
@@ -169,9 +169,32 @@ def reader(base: str, key: str, load: Load) -> None:
             time.sleep(0.1)
 
 
+def lister(base: str, token: str, load: Load) -> None:
+    """An MCP client with an OAuth token: ``tools/list``, its token checked each time."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    with httpx2.Client(base_url=base, timeout=60) as http:
+        while not load.stop.is_set():
+            response, took, failed = timed(http.post, "/mcp", json=call, headers=headers)
+            if response is not None and response.status_code == 503:
+                with load.lock:
+                    load.unavailable.append(took)
+                    if not response.headers.get("retry-after", "").isdigit():
+                        load.wrong.append(f"/mcp 503 without Retry-After: {response.text[:200]}")
+            elif response is None or response.status_code != 200:
+                load.other(failed or f"/mcp {response and response.status_code}")
+            time.sleep(0.1)
+
+
 def refresher(base: str, client_id: str, token: str, load: Load) -> None:
+    http = httpx2.Client(base_url=base, timeout=60)
     while not load.stop.is_set():
-        response, took, failed = timed(refresh, base, client_id, token)
+        form = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": token}
+        response, took, failed = timed(http.post, "/token", data=form)
         if response is not None and response.status_code == 200:
             token = response.json()["refresh_token"]
             with load.lock:
@@ -181,6 +204,7 @@ def refresher(base: str, client_id: str, token: str, load: Load) -> None:
         else:
             load.other(failed or f"refresh {response and response.status_code}")
         time.sleep(0.05)
+    http.close()
 
 
 def found(direct: str) -> tuple[set[str], set[str]]:
@@ -212,6 +236,7 @@ async def test_a_database_restart_under_load_loses_nothing_acknowledged(
                 target=refresher, args=(base, client_id, tokens["refresh_token"], load)
             ),
             threading.Thread(target=reader, args=(base, c.key, load)),
+            threading.Thread(target=lister, args=(base, tokens["access_token"], load)),
         ]
         for worker in workers:
             worker.start()

@@ -26,7 +26,8 @@ from mcp_memoryrouter.auth.resource.memory_keys import looks_like_memory_key
 from mcp_memoryrouter.auth.scopes import FIRST_CONNECTION_SCOPES, SCOPE_WORDS
 from mcp_memoryrouter.auth.scopes import Scope as OAuthScope
 from mcp_memoryrouter.edge.requests import repeated_header
-from mcp_memoryrouter.edge.responses import send_json
+from mcp_memoryrouter.edge.responses import send_json, unless_unavailable
+from mcp_memoryrouter.errors import StoreUnavailable
 from mcp_memoryrouter.pages.document import PRODUCT
 
 # JSON-RPC 2.0 leaves -32000 to -32099 to servers; MCP keeps -32000 to -32019 for
@@ -113,7 +114,8 @@ async def deny(
 class SingleAuthorization:
     """ASGI wrapper outside the authentication middleware: an ``Authorization`` header sent
     twice (or comma-joined) is answered 400 ``invalid_request`` (RFC 6750 §3.1), since the
-    bearer reader and anything after it could each take a different copy."""
+    bearer reader and anything after it could each take a different copy. A token that
+    cannot be checked because the database is away is answered 503 with ``Retry-After``."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -125,7 +127,15 @@ class SingleAuthorization:
             body = {"error": "invalid_request", "error_description": description}
             await send_json(send, 400, body, [(b"www-authenticate", header.encode())])
             return
-        await self.app(scope, receive, send)
+
+        async def unavailable(wait: int) -> None:  # a token's grant could not be read
+            error = StoreUnavailable(
+                f"the server's database cannot answer right now; try again in {wait} s",
+                {"retry_after": wait},
+            )
+            await send_json(send, 503, error.envelope(), [(b"retry-after", str(wait).encode())])
+
+        await unless_unavailable(self.app, scope, receive, send, unavailable)
 
 
 class ScopeChallenge:

@@ -18,12 +18,11 @@ import math
 from dataclasses import dataclass
 
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memoryrouter.edge.body import read_body, replay
 from mcp_memoryrouter.edge.ratelimit import MonotonicMs, TokenBuckets
-from mcp_memoryrouter.edge.responses import send_bytes
-from mcp_memoryrouter.errors import StoreUnavailable
+from mcp_memoryrouter.edge.responses import send_bytes, unless_unavailable
 from mcp_memoryrouter.pages.headers import REFUSAL_HEADERS, raw
 
 GUARDED_PATHS = frozenset({"/authorize", "/token", "/revoke", "/register"})
@@ -110,21 +109,12 @@ class Throttled:
                 await refuse(send, 413, text, page=self._page, wait=None)
                 return
             receive = replay(body, receive)
-        started = False
 
-        async def sending(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        except StoreUnavailable as exc:
-            if started:
-                raise
-            wait = int(exc.details.get("retry_after", 1))
+        async def unavailable(wait: int) -> None:
             text = f"The server's database cannot answer right now: retry after {wait} s."
             await refuse(send, 503, text, page=self._page, wait=wait)
+
+        await unless_unavailable(self.app, scope, receive, send, unavailable)
 
 
 def throttled(routes: list[Route], throttle: Throttle) -> list[Route]:
