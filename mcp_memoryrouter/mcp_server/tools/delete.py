@@ -27,7 +27,8 @@ class DeleteOutput(BaseModel):
     by_tier: dict[str, list[str]] | None = None  # ids that went (would go) at each tier
     ids_omitted: int = 0  # ids of by_tier left out to fit the result budget
     returned_to_pool: dict[str, int] | None = None  # sources back in the pool, per tier
-    # a derived dry run: what following lineage (true) and evidence would each take
+    # a derived dry run: what following lineage (true) and evidence would each take, listed
+    # above the tier the ids are at (the ids themselves go either way: by_tier lists them)
     choices: dict[str, schemas.DeleteChoice] | None = None
 
 
@@ -78,7 +79,7 @@ async def delete_memories(
                 if done.choices is None
                 else {
                     way: schemas.DeleteChoice(
-                        by_tier={t: ids[:k] for t, ids in choice.by_tier.items()},
+                        by_tier={t: ids[:k] for t, ids in choice.by_tier.items() if t != "1"},
                         returned_to_pool=choice.returned_to_pool,
                     )
                     for way, choice in done.choices.items()
