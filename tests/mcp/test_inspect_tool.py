@@ -112,8 +112,9 @@ async def test_delete_memories_follows_evidence_and_its_dry_run_shows_both_choic
     arguments = {"ids": [source], "derived": "evidence", "dry_run": True}
     planned = await call(vault, "delete_memories", arguments)
     assert planned["by_tier"] == {"1": [source], "2": [car]}
-    assert planned["choices"]["lineage"]["by_tier"] == {"1": [source], "2": sorted([car, berlin])}
-    assert planned["choices"]["evidence"]["by_tier"] == {"1": [source], "2": [car]}
+    # the choices list what goes above the ids' own tier (the ids go either way)
+    assert planned["choices"]["lineage"]["by_tier"] == {"2": sorted([car, berlin])}
+    assert planned["choices"]["evidence"]["by_tier"] == {"2": [car]}
     done = await call(vault, "delete_memories", {"ids": [source], "derived": "evidence"})
     assert done["deleted"] == 2
     assert [r[0] for r in vault.sql("SELECT id FROM memories WHERE tier = 2")] == [berlin]
