@@ -60,7 +60,8 @@ LEASE_SECONDS = 900  # a checkout's lease
 ENTRIES_MIN, ENTRIES_MAX = 1, 100  # entries a commit holds
 ENTRIES_RECOMMENDED = "5-10"
 ENTRY_CHARS_MIN, ENTRY_CHARS_MAX = 1, 8_000  # an entry's text, after trimming
-# --- the second reflection contract (docs/consolidation.md#contract-2) -------------------
+# --- the second reflection contract -------------------------------------------------------
+# (docs/consolidation.md#contract-2-facts-that-stay-current)
 CONTRACTS = (1, 2)  # checkout's "contract": 1 (the default, unchanged) or 2
 RELATED_MAX = 16  # existing reflections a version-2 checkout shows, labelled R1, R2, ...
 RELATED_LINES = 256  # batch lines compared with them by meaning (evenly spread, at most)

@@ -142,7 +142,7 @@ PrepareTokens = Annotated[StrictInt, Field(ge=1, le=limits.PREPARE_MAX_TOKENS), 
 Order = Literal["newest_first", "oldest_first"]
 Kind = Literal["preference"]  # limits.KINDS
 Kinds = Annotated[list[Kind], Field(min_length=1, max_length=len(limits.KINDS))]
-# Version 2 of the reflection contract (docs/consolidation.md#contract-2)
+# Version 2 of the reflection contract (docs/consolidation.md#contract-2-facts-that-stay-current)
 Contract = Annotated[Literal[1, 2], WHOLE]
 Label = Annotated[Text, Field(pattern=limits.RELATED_LABEL)]
 Line = Annotated[StrictInt, Field(ge=1), WHOLE]
@@ -269,7 +269,8 @@ class EntryIn(_Request):
         ),
     ]
     importance: Annotated[Importance, Field(description="1 routine ... 10 defining.")]
-    # contract 2 (docs/consolidation.md#contract-2); an empty list is not sent
+    # contract 2 (docs/consolidation.md#contract-2-facts-that-stay-current); an empty list is
+    # not sent
     # (the contract's instructions say what each means: rules/contract.py)
     replaces: Annotated[list[Label], Field(max_length=limits.RELATED_MAX)] = Field(
         default_factory=list, exclude_if=_omit_empty
@@ -438,7 +439,7 @@ class IngestResponse(BaseModel):
 
 class SupersededBy(BaseModel):
     """A reflection a later one replaced: when it stopped being current and the id of the
-    reflection that replaced it (docs/consolidation.md#contract-2)."""
+    reflection that replaced it (docs/consolidation.md#contract-2-facts-that-stay-current)."""
 
     at: str
     by: str

@@ -1,5 +1,5 @@
 """The current fact first: how search, prepare and date search order a reflection a later one
-replaced (docs/consolidation.md#contract-2).
+replaced (docs/consolidation.md#contract-2-facts-that-stay-current).
 
 A replaced (superseded) row never ranks above what replaced it: the current reflection its
 replacements lead to takes the superseded row's place (and score) when the search had not

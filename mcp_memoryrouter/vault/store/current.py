@@ -1,7 +1,7 @@
 """Facts that stay current, in SQL once for both stores: the reflections a version-2
 checkout showed (by label), their replacement at commit, and what a reader needs to rank the
-current fact first (docs/consolidation.md#contract-2). Each runs inside the caller's
-transaction or read snapshot.
+current fact first (docs/consolidation.md#contract-2-facts-that-stay-current). Each runs
+inside the caller's transaction or read snapshot.
 
 A replaced reflection is never deleted: it is marked ``superseded`` with the time it stopped
 being current and the reflection that replaced it, and keeps its lineage.
