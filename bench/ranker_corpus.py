@@ -2,12 +2,16 @@
 
     python bench/ranker_corpus.py locomo ../shared/bench-data/locomo/locomo10.json /tmp/ranker
     python bench/ranker_corpus.py lifebench /tmp/lifebench_en/users /tmp/ranker
+    python bench/ranker_corpus.py stories 6 /tmp/ranker
 
 Each conversation (LoCoMo) or person (LifeBench) is one vault in ``OUT/<set>/data``, ingested
 through the HTTP API as a user would (the protocol of ``bench/locomo.py``; a LifeBench item is
 one raw memory dated with its ``time``), with every vector computed by the server's worker.
 ``OUT/<set>/meta.json`` keeps, per vault, its key, which memory holds which evidence id, and
-its questions. ``bench/train_ranker.py`` opens the stores in-process from there, so the vaults
+its questions. ``stories`` builds that many histories of ``bench/stories.py`` (seed 11, not
+the bench's own 7), each conversation under its session id with its roles; a planted line is
+evidence for its conversation, and a question's evidence is its conversations.
+``bench/train_ranker.py`` opens the stores in-process from there, so the vaults
 are built once however often the ranker is trained. The data sets stay outside the project.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -114,17 +119,62 @@ def lifebench_vaults(folder: Path) -> list[dict[str, Any]]:
     return vaults
 
 
+STORIES_SEED = 11  # bench/stories.py measures with seed 7: its histories are never trained on
+
+
+def build_stories(http: httpx2.Client, key: str, history: int) -> dict[str, Any]:
+    """One generated history in one vault; its planted lines labelled with their session."""
+    from bench import stories
+
+    convs, questions = stories.generate(random.Random(STORIES_SEED * 1000 + history), 50)
+    planted = set(stories.PLANTED)
+    by_memory: dict[str, list[str]] = {}
+    for conv in convs:
+        messages = [
+            {"role": t.role, "content": t.text, "date": t.date.isoformat()} for t in conv.turns
+        ]
+        response = http.post(
+            "/v1/memory/ingest",
+            json={"messages": messages, "session_id": conv.session},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        response.raise_for_status()
+        ids = response.json()["ids"]
+        short = conv.turns if len(ids) == len(conv.turns) else conv.turns[:-1]  # a long last answer
+        for memory_id, turn in zip(ids, short, strict=False):
+            if turn.text in planted:
+                by_memory[memory_id] = [conv.session]
+    asked = [
+        {
+            "id": f"h{history}/{n}",
+            "question": q.text,
+            "type": q.kind,
+            "ask_time": q.as_of.isoformat(),
+            "evidence": q.evidence,
+        }
+        for n, q in enumerate(questions)
+    ]
+    return {"name": f"h{history}", "key": key, "memories": by_memory, "questions": asked}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("set", choices=["locomo", "lifebench"])
+    parser.add_argument("set", choices=["locomo", "lifebench", "stories"])
     parser.add_argument("source", type=Path)
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
-    vaults = locomo_vaults(args.source) if args.set == "locomo" else lifebench_vaults(args.source)
     data_dir = args.out / args.set / "data"
     data_dir.mkdir(parents=True, exist_ok=False)
-    meta = []
+    meta: list[dict[str, Any]] = []
     env = {"MEMORYROUTER_EMBEDDINGS": "local", "MEMORYROUTER_EMBED_THREADS": "2"}
+    if args.set == "stories":
+        keys = [create_key(data_dir, {}) for _ in range(int(str(args.source)))]
+        with server(data_dir, env) as url, httpx2.Client(base_url=url, timeout=300) as http:
+            meta = [build_stories(http, key, h) for h, key in enumerate(keys)]
+            wait_indexed(http, keys)
+        (args.out / args.set / "meta.json").write_text(json.dumps(meta))
+        return
+    vaults = locomo_vaults(args.source) if args.set == "locomo" else lifebench_vaults(args.source)
     keys = [create_key(data_dir, {}) for _ in vaults]
     with server(data_dir, env) as url, httpx2.Client(base_url=url, timeout=300) as http:
         for key, vault in zip(keys, vaults, strict=True):
@@ -138,6 +188,8 @@ def main() -> None:
                     "questions": vault["questions"],
                 }
             )
+            # kept after each vault: a build stopped half-way still has what it ingested
+            (args.out / args.set / "meta.json").write_text(json.dumps(meta))
         wait_indexed(http, keys)
     (args.out / args.set / "meta.json").write_text(json.dumps(meta))
 
