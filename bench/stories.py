@@ -475,22 +475,37 @@ def scripted(
     memories: list[dict[str, object]], shown: dict[str, str], marked: bool
 ) -> list[dict[str, object]]:
     """A model following contract 2: one entry per planted line (citing it), one for the rest
-    of the batch; ``marked``: an update names the shown reflection holding its old value."""
+    of the batch; ``marked``: an update names the shown reflection holding its old value, or,
+    told in the same batch, the line that said it (whose own entry it then leaves out)."""
     entries: list[dict[str, object]] = []
     rest: list[dict[str, object]] = []
+    facts = {
+        str(m["text"]): (m, PLANTED[str(m["text"])]) for m in memories if str(m["text"]) in PLANTED
+    }
+    changed = {
+        (fact.kind, fact.replaces): memory["line"]
+        for memory, fact in facts.values()
+        if fact.replaces is not None
+    }
+    told = {(fact.kind, fact.value): memory["line"] for memory, fact in facts.values()}
     for memory in memories:
-        fact = PLANTED.get(str(memory["text"]))
-        if fact is None:
+        if str(memory["text"]) not in facts:
             rest.append(memory)
             continue
+        fact = facts[str(memory["text"])][1]
+        if marked and (fact.kind, fact.value) in changed:
+            continue  # changed later in this batch: only what is true now is written
         entry: dict[str, object] = {
             "text": f"On {str(memory['date'])[:10]} the user said: {memory['text']}",
             "importance": 7,
             "cites": [memory["line"]],
         }
         if marked and fact.replaces is not None:
+            earlier = told.get((fact.kind, fact.replaces))
             old = fact.replaces.lower()
             labels = [label for label, text in shown.items() if old in text.lower()]
+            if earlier is not None:
+                labels.append(f"L{earlier}")
             if labels:
                 entry["replaces"] = labels
         entries.append(entry)

@@ -64,13 +64,16 @@ ENTRY_CHARS_MIN, ENTRY_CHARS_MAX = 1, 8_000  # an entry's text, after trimming
 # (docs/consolidation.md#contract-2-facts-that-stay-current)
 CONTRACTS = (1, 2)  # checkout's "contract": 1 (the default, unchanged) or 2
 RELATED_MAX = 16  # existing reflections a version-2 checkout shows, labelled R1, R2, ...
+REPLACES_MAX = 32  # labels and lines one entry may name in "replaces"
 RELATED_LINES = 256  # batch lines compared with them by meaning (evenly spread, at most)
 RELATED_QUERIES, RELATED_QUERY_CHARS = 4, 1_500  # ...or searched by words, without vectors
 RELATED_CHARS = 200  # of each one's text the contract shows (cut at a word, then "...")
 # a version-2 contract at its longest (RELATED_MAX reflections shown), as the MCP tool sends
 # it (twice: structured and as text), for the result budget; tests/vault pins it
-CONTRACT_TOKENS = 3_700
-RELATED_LABEL = r"^R[1-9][0-9]?$"  # how a label reads; the model names them in "replaces"
+CONTRACT_TOKENS = 3_800
+# what "replaces" names: a shown reflection's label (R1...), or a line of the batch (L3...)
+# that a later line of the same batch changes
+RELATED_LABEL = r"^(R[1-9][0-9]?|L[1-9][0-9]{0,4})$"
 CITES_MAX = 50  # batch lines one entry may cite
 KINDS = ("preference",)  # an entry's "kind": a lasting preference or instruction
 PREFERENCES_TOKENS = 300  # prepare's block of current preferences, before what it retrieved

@@ -272,7 +272,7 @@ class EntryIn(_Request):
     # contract 2 (docs/consolidation.md#contract-2-facts-that-stay-current); an empty list is
     # not sent
     # (the contract's instructions say what each means: rules/contract.py)
-    replaces: Annotated[list[Label], Field(max_length=limits.RELATED_MAX)] = Field(
+    replaces: Annotated[list[Label], Field(max_length=limits.REPLACES_MAX)] = Field(
         default_factory=list, exclude_if=_omit_empty
     )
     cites: Annotated[list[Line], Field(max_length=limits.CITES_MAX)] = Field(

@@ -113,6 +113,11 @@ def _entry(index: int, item: Any, rules: EntryRules) -> schemas.EntryIn:
         raise InvalidAnswer(f"{where}.text must be valid Unicode text") from None
 
 
+def _a_line(label: str, lines: int) -> bool:
+    """Whether ``label`` names a line of the batch (``L3``)."""
+    return label[:1] == "L" and label[1:].isdigit() and 1 <= int(label[1:]) <= lines
+
+
 def _second(where: str, item: dict[str, Any], rules: EntryRules) -> dict[str, Any]:
     """What contract 2 adds to an entry. A label the checkout did not show is refused (the
     model is told the labels on its retry); cites that name no line of the batch, and a kind
@@ -121,14 +126,15 @@ def _second(where: str, item: dict[str, Any], rules: EntryRules) -> dict[str, An
     replaces = item.get("replaces") or []
     if not isinstance(replaces, list) or not all(isinstance(r, str) for r in replaces):
         raise InvalidAnswer(f'{where}.replaces must be a list of labels such as ["R1"]')
-    unknown = [r for r in replaces if r not in rules.labels]
+    unknown = [r for r in replaces if r not in rules.labels and not _a_line(r, rules.lines)]
     if unknown:
         shown = ", ".join(rules.labels) or "none"
         raise InvalidAnswer(
-            f"{where}.replaces names {unknown[0]}, which was not shown (shown: {shown})"
+            f"{where}.replaces names {unknown[0]}, which was not shown (shown: {shown}; "
+            f"lines L1 to L{rules.lines})"
         )
     if replaces:
-        fields["replaces"] = list(dict.fromkeys(replaces))[: limits.RELATED_MAX]
+        fields["replaces"] = list(dict.fromkeys(replaces))[: limits.REPLACES_MAX]
     cites = item.get("cites") or []
     if isinstance(cites, list):
         lines = [c for c in cites if type(c) is int and 1 <= c <= rules.lines]

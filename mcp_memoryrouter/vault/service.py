@@ -720,11 +720,11 @@ class VaultService:
         return [ScoredMemory(m, h.score) for m, h in zip(rows, hits, strict=True)]
 
     def _stored_by(self, vault_id: str, rows: Sequence[Memory]) -> list[Memory]:
-        """``rows`` with what stored each (``stored_by``), and for reflections whether a
-        later one replaced them and their kind (``superseded``, ``kind``)."""
+        """``rows`` with what stored each (``stored_by``), whether a later reflection
+        replaced them, and their kind (``superseded``, ``kind``)."""
         ids = [m.id for m in rows]
         found = self._store.writers_of(vault_id, ids) if rows else {}
-        states = self._store.states(vault_id, [m.id for m in rows if m.tier > 1])
+        states = self._store.states(vault_id, ids)
         described = []
         for m in rows:
             superseded, kind = states.get(m.id, (None, None))

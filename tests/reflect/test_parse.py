@@ -187,6 +187,11 @@ def test_a_label_that_was_not_shown_is_refused_naming_the_labels_shown() -> None
     answer = json.dumps([{"text": "Ana lives in Denver.", "importance": 7, "replaces": ["R3"]}])
     with pytest.raises(InvalidAnswer, match=r"entries\[0\]\.replaces names R3.*shown: R1, R2"):
         parse_answer(answer, SECOND)
+    beyond = json.dumps([{"text": "Ana lives in Denver.", "importance": 7, "replaces": ["L4"]}])
+    with pytest.raises(InvalidAnswer, match=r"names L4.*lines L1 to L3"):
+        parse_answer(beyond, SECOND)
+    line = json.dumps([{"text": "Ana lives in Denver.", "importance": 7, "replaces": ["L2"]}])
+    assert parse_answer(line, SECOND)[0].replaces == ["L2"]
     with pytest.raises(InvalidAnswer, match="shown: none"):
         parse_answer(answer, EntryRules())
 

@@ -246,3 +246,23 @@ def test_the_longest_contract_2_fits_what_the_mcp_tool_reserves() -> None:
     ]
     longest = reflection_contract(1, 2, shown)
     assert 2 * est_tokens(json.dumps(longest)) + 100 <= limits.CONTRACT_TOKENS
+
+
+def test_a_line_the_same_batch_changes_is_replaced_by_its_number(vault: Vault) -> None:
+    vault.ingest(BOSTON, date="2026-01-05T10:00:00Z")
+    vault.ingest(DENVER, date="2026-01-20T10:00:00Z")  # changed within one batch
+    batch = checkout(vault, contract=2)
+    assert [m["line"] for m in batch["memories"]] == [1, 2]
+    beyond = [{"text": DENVER, "importance": 7, "replaces": ["L3"]}]
+    refused = vault.post(COMMIT, {"batch_id": batch["batch_id"], "entries": beyond})
+    assert_envelope(refused, 400, "invalid_request")
+    assert "lines L1 to L2" in refused.json()["error"]["message"]
+    entry = {"text": DENVER, "importance": 7, "replaces": ["L1"], "cites": [1, 2]}
+    new = commit(vault, batch["batch_id"], [entry]).json()["created"][0]["id"]
+    rows = search(vault, "Boston harbour flat")
+    said_then = next(r for r in rows if r["content"] == BOSTON)
+    assert said_then["superseded"]["by"] == new
+    order = [r["id"] for r in rows]
+    assert order.index(new) < order.index(said_then["id"])
+    current = search(vault, "Boston harbour flat", current=True)
+    assert BOSTON not in [r["content"] for r in current]

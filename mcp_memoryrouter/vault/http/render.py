@@ -50,6 +50,7 @@ def search_row(hit: ScoredMemory) -> schemas.MemoryRow:
             date=format_ms(m.date_from),
             role=m.role,
             stored_by=stored_by(m.stored_by),
+            **currency(m),
         )
     return schemas.MemoryRow(
         **currency(m),
@@ -160,7 +161,7 @@ def committed(outcome: CommitOutcome, counters: Counters) -> schemas.CommitRespo
 
 
 def currency(m: Memory) -> dict[str, Any]:
-    """A reflection's ``superseded`` and ``kind`` fields, when set."""
+    """A memory's ``superseded`` and ``kind`` fields, when set."""
     fields: dict[str, Any] = {"kind": m.kind}
     if m.superseded is not None:
         fields["superseded"] = schemas.SupersededBy(

@@ -129,7 +129,8 @@ def labels(count: int) -> list[str]:
 
 _SCHEMA_2 = {
     "replaces": "optional list of the labels (R1, R2, ...) of the reflections shown above "
-    "that this entry changes, corrects or contradicts",
+    "that this entry changes, corrects or contradicts, and of earlier lines of this batch "
+    "it changes (L3)",
     "cites": "optional list of the numbers of the memory lines this entry draws on",
     "kind": 'optional, "preference" for a lasting preference or standing instruction',
 }
@@ -155,6 +156,8 @@ def _instructions_2(target: int, related: Sequence[Related]) -> str:
   changed), write the current fact in full and put that reflection's label in the entry's
   "replaces" list. Do not restate a shown reflection that is still true. A label is not an
   identifier: never write one inside the text.
+- When a later memory line below changes what an earlier line of the same batch said, write
+  only what is true now and put the earlier line's number after an L in "replaces" ("L3").
 - The memories below are numbered: put the numbers of the lines an entry draws on in its
   "cites" list.
 - When an entry records a lasting preference or a standing instruction ("always answer in

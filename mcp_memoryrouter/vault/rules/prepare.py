@@ -77,14 +77,14 @@ def line(memory: Memory) -> str:
     if memory.tier == 1:
         role = f"{memory.role}: " if memory.role else ""
         when = format_ms(memory.date_from)[:16].replace("T", " ")
-        return f"- [{when}] {role}{quoted(memory.content)}"
+        return f"- [{when}] {role}{quoted(memory.content)}{_replaced(memory)}"
     start, end = format_ms(memory.date_from)[:10], format_ms(memory.date_to)[:10]
     when = start if start == end else f"{start} to {end}"
     return f"- [{when}] {quoted(memory.content)}{_gone(memory.support)}{_replaced(memory)}"
 
 
 def _replaced(memory: Memory) -> str:
-    """What a reflection line says when a later one replaced it (nothing when current)."""
+    """What a line says when a later reflection replaced it (nothing when current)."""
     if memory.superseded is None:
         return ""
     return f" (replaced on {format_ms(memory.superseded.at)[:10]} by a newer reflection)"

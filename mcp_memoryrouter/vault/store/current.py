@@ -39,9 +39,10 @@ def supersede(
     created: Sequence[Created],
     now_ms: int,
 ) -> int:
-    """Resolve each entry's ``replaces`` labels to the reflections its checkout showed and
-    mark each replaced (the first entry naming one replaces it); refuse a label the checkout
-    did not show. The number of reflections marked."""
+    """Resolve each entry's ``replaces``: a label to the reflection its checkout showed, a
+    line (``L3``) to that memory of the batch; mark each replaced (the first entry naming one
+    replaces it). A label the checkout did not show, or a line outside the batch, is refused.
+    The number of memories marked."""
     named = [(i, label) for i, e in enumerate(entries) for label in e.replaces]
     if not named:
         return 0
@@ -53,18 +54,15 @@ def supersede(
             'checked out with contract 1: check out with "contract": 2, or leave replaces out',
             {"field": f"entries[{index}].replaces"},
         )
-    shown: dict[str, str] = dict(
-        tx.all(
-            "SELECT label, memory_id FROM batch_related WHERE batch_id = ? AND vault_id = ?",
-            (batch_id, vault_id),
-        )
-    )
+    shown = _shown(tx, vault_id, batch_id)
     for index, label in named:
         if label not in shown:
-            offered = ", ".join(sorted(shown, key=lambda s: int(s[1:]))) or "none"
+            labels = sorted((s for s in shown if s[0] == "R"), key=lambda s: int(s[1:]))
+            lines = sum(s[0] == "L" for s in shown)
             raise InvalidRequest(
                 f"replaces names {label}, which this checkout did not show (it showed: "
-                f"{offered}): name only the labels of the contract's related reflections",
+                f"{', '.join(labels) or 'no reflection'}; lines L1 to L{lines}): name only "
+                "the labels of the contract's related reflections, or lines of the batch",
                 {"field": f"entries[{index}].replaces"},
             )
     marked = 0
@@ -75,6 +73,23 @@ def supersede(
             (now_ms, created[index].id, vault_id, shown[label]),
         )
     return marked
+
+
+def _shown(tx: Tx, vault_id: str, batch_id: str) -> dict[str, str]:
+    """What ``replaces`` may name in this batch: its labels, and its lines as ``L<n>``."""
+    shown: dict[str, str] = dict(
+        tx.all(
+            "SELECT label, memory_id FROM batch_related WHERE batch_id = ? AND vault_id = ?",
+            (batch_id, vault_id),
+        )
+    )
+    lines = tx.all(
+        "SELECT s.line, s.memory_id FROM batch_sources s JOIN batches b ON b.id = s.batch_id "
+        "WHERE s.batch_id = ? AND b.vault_id = ? AND s.line IS NOT NULL",
+        (batch_id, vault_id),
+    )
+    shown.update((f"L{line}", memory_id) for line, memory_id in lines)
+    return shown
 
 
 def restore(
