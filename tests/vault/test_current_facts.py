@@ -89,7 +89,8 @@ def test_replaces_marks_the_shown_reflection_superseded_and_keeps_it(vault: Vaul
     old, new, _ = moved(vault)
     page = vault.post("/v1/memory/inspect", {"memory_id": old}).json()
     assert page["content"] == BOSTON  # kept, with its lineage
-    assert page["superseded"] == {"at": page["superseded"]["at"], "by": new}
+    # no longer current since the line its successor cites was said, not since the commit
+    assert page["superseded"] == {"at": "2026-06-05T10:00:00.000Z", "by": new}
     assert page["sources_total"] == 1
     assert "superseded" not in vault.post("/v1/memory/inspect", {"memory_id": new}).json()
 
@@ -192,6 +193,8 @@ def test_a_chain_of_replacements_leads_to_the_newest(vault: Vault) -> None:
     assert rows[0]["id"] == newest["created"][0]["id"]
     assert rows[0]["content"] == entry["text"]
     assert {r["id"] for r in rows[1:]} == {old, middle}
+    page = vault.post("/v1/memory/inspect", {"memory_id": middle}).json()
+    assert page["superseded"]["at"] == "2026-11-05T10:00:00.000Z"  # no cites: the batch's end
 
 
 PREFERENCE = "Always give distances and weights in metric units."

@@ -37,12 +37,14 @@ def supersede(
     batch_id: str,
     entries: Sequence[Entry],
     created: Sequence[Created],
-    now_ms: int,
+    covers_to: int,
 ) -> int:
     """Resolve each entry's ``replaces``: a label to the reflection its checkout showed, a
     line (``L3``) to that memory of the batch; mark each replaced (the first entry naming one
-    replaces it). A label the checkout did not show, or a line outside the batch, is refused.
-    The number of memories marked."""
+    replaces it) as no longer current since the newest line the entry cites, or without
+    cites the batch's last moment (``covers_to``): when the fact changed, not when the commit
+    ran, so a year consolidated at once keeps its dates. A label the checkout did not show,
+    or a line outside the batch, is refused. The number of memories marked."""
     named = [(i, label) for i, e in enumerate(entries) for label in e.replaces]
     if not named:
         return 0
@@ -65,14 +67,26 @@ def supersede(
                 "the labels of the contract's related reflections, or lines of the batch",
                 {"field": f"entries[{index}].replaces"},
             )
+    dates = _line_dates(tx, vault_id, batch_id)
     marked = 0
     for index, label in named:
+        cited = [dates[line] for line in entries[index].cites if line in dates]
         marked += tx.run(
             "UPDATE memories SET superseded_ms = ?, superseded_by = ? "
             "WHERE vault_id = ? AND id = ? AND superseded_ms IS NULL",
-            (now_ms, created[index].id, vault_id, shown[label]),
+            (max(cited, default=covers_to), created[index].id, vault_id, shown[label]),
         )
     return marked
+
+
+def _line_dates(tx: Tx, vault_id: str, batch_id: str) -> dict[int, int]:
+    """Each line of the batch, to when its memory happened."""
+    rows = tx.all(
+        "SELECT s.line, m.date_to FROM batch_sources s JOIN memories m ON m.id = s.memory_id "
+        "WHERE s.batch_id = ? AND m.vault_id = ? AND s.line IS NOT NULL",
+        (batch_id, vault_id),
+    )
+    return {int(line): int(date_to) for line, date_to in rows}
 
 
 def _shown(tx: Tx, vault_id: str, batch_id: str) -> dict[str, str]:

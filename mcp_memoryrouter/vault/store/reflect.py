@@ -181,7 +181,7 @@ def commit(
         embed_model,
         writer,
     )
-    current.supersede(tx, vault_id, batch_id, entries, created, now_ms)
+    current.supersede(tx, vault_id, batch_id, entries, created, covers_to)
     tx.run(
         "UPDATE batches SET committed_ms = ?, created_json = ?, sources_consolidated = ? "
         "WHERE id = ? AND vault_id = ?",
