@@ -150,7 +150,8 @@ def _day_best(top: Sequence[ScoredMemory]) -> list[float]:
 
 
 def _text_columns(query: str, top: Sequence[ScoredMemory]) -> npt.NDArray[np.float32]:
-    """terms_share, rare_share, names_share, numbers_share, bigrams of each candidate."""
+    """terms_share, rare_share, names_share, numbers_share, bigrams and lead_name of each
+    candidate (its words read once)."""
     q_words = words(query)
     terms = list(dict.fromkeys(q_words))
     wanted, names, numbers = set(terms), names_in(query), numbers_in(query)
@@ -164,7 +165,7 @@ def _text_columns(query: str, top: Sequence[ScoredMemory]) -> npt.NDArray[np.flo
     n = len(top)
     weight = {t: math.log(1 + n / (1 + df.get(t, 0))) for t in terms}
     total = sum(weight.values()) or 1.0
-    out = np.zeros((n, 5), dtype=np.float32)
+    out = np.zeros((n, 6), dtype=np.float32)
     for i, found in enumerate(sets):
         out[i] = (
             len(found) / len(terms) if terms else 0.0,
@@ -172,6 +173,7 @@ def _text_columns(query: str, top: Sequence[ScoredMemory]) -> npt.NDArray[np.flo
             share(names, found),
             share(numbers, found),
             len(pairs & set(pairwise(held[i]))) if pairs else 0,
+            float(bool(names.intersection(held[i][:3]))),
         )
     return out
 
@@ -186,7 +188,8 @@ def matrix(found: Candidates, count: int) -> npt.NDArray[np.float32]:
     lex_rank, dense_rank = _ranks(found.lexical), _ranks(found.dense)
     bm25 = {h.memory.id: h.score or 0.0 for h in found.lexical}
     cosine = {h.memory.id: h.score or 0.0 for h in found.dense}
-    best_bm25 = max(bm25.values(), default=0.0) or 1.0
+    top_bm25 = max(bm25.values(), default=0.0)
+    best_bm25 = top_bm25 or 1.0
     best_cos = max(cosine.values(), default=0.0)
     last_cos = min(cosine.values(), default=0.0)
     fused = {h.memory.id: h.score or 0.0 for h in top}
@@ -231,11 +234,10 @@ def matrix(found: Candidates, count: int) -> npt.NDArray[np.float32]:
             math.log1p(max(0, newest - m.date_to) / _DAY_MS),
             by_date[m.id] / n,
             terms,
-            max(bm25.values(), default=0.0),
+            top_bm25,
             best_cos,
         )
-    rows[:, 13:18] = _text_columns(found.query, top)
-    names = names_in(found.query)
-    if names:
-        rows[:, -1] = [float(bool(names.intersection(words(h.memory.content)[:3]))) for h in top]
+    text = _text_columns(found.query, top)
+    rows[:, 13:18] = text[:, :5]
+    rows[:, -1] = text[:, 5]
     return rows
