@@ -249,3 +249,13 @@ def test_a_question_no_stored_word_matches_keeps_its_vector_hits() -> None:
     weak = learned.LearnedRanker(TREES, 1.0, -9.0, "weak")  # every p under the floor
     assert [h.memory.id for h in page(found, 0.15, 3, weak)] == ["a", "b"]  # the dense hits
     assert weak.rerank(found) == list(found.ordered)
+
+
+def test_the_shipped_ranker_loads_and_scores_probabilities() -> None:
+    shipped = learned.load()
+    assert shipped is not None, "vault/data/ranker.json: train it with bench/train_ranker.py"
+    p = shipped.probabilities(matrix(candidates(), 10))
+    assert p.shape == (3,) and ((p > 0) & (p < 1)).all()
+    assert shipped.forest.raw(matrix(candidates(), 10)).tolist() == pytest.approx(
+        shipped.trees.raw(matrix(candidates(), 10)).tolist()
+    )
