@@ -34,8 +34,8 @@ from mcp_memoryrouter.errors import ConfigError
 from mcp_memoryrouter.ui.sessions import UiSessions
 from tests import pg
 from tests.auth.oidc_idp import Idp, running_idp
-from tests.support import free_port
-from tests.support.oauth import REDIRECT_URI, Browser, Clock, pkce, read_form, serve
+from tests.support import Clock, free_port
+from tests.support.oauth import REDIRECT_URI, Browser, pkce, read_form, serve
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
