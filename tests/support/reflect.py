@@ -275,4 +275,5 @@ def connection_dropped_after_one_ingest(monkeypatch: pytest.MonkeyPatch) -> Iter
 def contract_rules(tier: SourceTier) -> str:
     """What every consolidator's model input starts with: the version-2 contract's
     instructions up to what the vault already holds (which differs batch to batch)."""
-    return reflection_contract(tier, 2)["instructions"].rsplit("\n\n", 1)[0]
+    instructions: str = reflection_contract(tier, 2)["instructions"]
+    return instructions.rsplit("\n\n", 1)[0]
