@@ -222,8 +222,11 @@ def sources_summary(found: schemas.InspectResponse, *, paged: bool) -> str:
     if not shown:
         return summary + "."
     order = "most similar first"
-    if found.evidence_total:  # its own evidence first (docs/consolidation.md)
-        order = f"its evidence first ({count(found.evidence_total, 'source', 'sources')})"
+    evidence = found.evidence_total or 0  # its own evidence first (docs/consolidation.md)
+    if evidence >= total - deleted > 0:
+        order = "each one its evidence"
+    elif evidence:
+        order = f"its evidence first ({count(evidence, 'source', 'sources')}), then the rest"
     if paged or offset:
         listed = f"Listed below: {offset + 1} to {offset + shown} of the {total - deleted}"
         return f"{summary}. {listed}, {order}."

@@ -124,7 +124,7 @@ def test_a_superseded_by_that_is_no_later_reflection_is_refused_naming_the_line(
     assert served.stats()["total_memories"] == 0
 
 
-def test_an_import_naming_no_reflection_as_replaced_is_400_and_writes_nothing(
+def test_an_import_naming_no_reflection_as_replaced_is_404_and_writes_nothing(
     served: Served,
 ) -> None:
     post(
@@ -141,9 +141,10 @@ def test_an_import_naming_no_reflection_as_replaced_is_400_and_writes_nothing(
     }
     with served.http() as http:
         refused = http.post("/v1/memory/import-reflections", json=body)
-        assert refused.status_code == 400, refused.text
+        assert refused.status_code == 404, refused.text  # as an unknown source id
         assert refused.json()["error"]["details"] == {"field": "replaced[0].id"}
         past = {**body, "replaced": [{**gone, "entry": 1}]}
         refused = http.post("/v1/memory/import-reflections", json=past)
+        assert refused.status_code == 404, refused.text
         assert refused.json()["error"]["details"] == {"field": "replaced[0].entry"}
     assert served.stats()["tiers"]["2"]["count"] == 0

@@ -179,7 +179,15 @@ LINEAGE_OF = f"SELECT {MEMORY_COLUMNS}{{extra}} FROM lineage l JOIN memories m O
 
 NOT_YET_PINNED = (
     # deleting (memories.plan_delete, delete_ids)
-    Listed("SELECT DISTINCT parent_id FROM lineage WHERE child_id IN (?)", LINEAGE),
+    Listed("SELECT DISTINCT parent_id FROM lineage l WHERE child_id IN (?)", LINEAGE),
+    Listed(
+        "SELECT DISTINCT parent_id FROM lineage l WHERE child_id IN (?) AND (EXISTS "
+        "(SELECT ? FROM evidence e WHERE e.reflection_id = l.parent_id AND e.memory_id = "
+        "l.child_id) OR NOT EXISTS (SELECT ? FROM evidence e WHERE e.reflection_id = "
+        "l.parent_id))",
+        LINEAGE + "; a derived delete that follows evidence reads each lineage row's evidence "
+        "by the same ids (evidence is keyed (reflection_id, memory_id))",
+    ),
     Listed("SELECT DISTINCT child_id FROM lineage WHERE parent_id IN (?)", LINEAGE),
     Listed("SELECT child_id, parent_id FROM lineage WHERE child_id IN (?)", LINEAGE),
     Listed(
@@ -204,7 +212,7 @@ NOT_YET_PINNED = (
     Listed("UPDATE memories SET consolidated = 0 WHERE seq IN (?)", BY_ID),
     # consolidating (reflect.checkout, commit, create_reflections, enqueue)
     Listed(
-        "INSERT INTO batch_sources (batch_id, memory_id) VALUES (?, ?)",
+        "INSERT INTO batch_sources (batch_id, memory_id, line) VALUES (?, ?, ?)",
         NO_COLUMN.format(table="batch_sources") + "; the batch row is the vault's",
     ),
     Listed("UPDATE memories SET lease_batch = ?, lease_until = ? WHERE id IN (?)", BY_ID),
@@ -254,8 +262,11 @@ NOT_YET_PINNED = (
     Listed("SELECT id, sources_total, sources_deleted FROM memories WHERE id IN (?)", BY_ID),
     Listed(
         LINEAGE_OF.format(extra="", end="child_id")
-        + "WHERE l.parent_id = ? AND m.vault_id = ? ORDER BY m.date_from, m.id LIMIT ? OFFSET ?",
-        LINEAGE + "; the memories are pinned",
+        + "LEFT JOIN evidence e ON e.vault_id = m.vault_id AND e.reflection_id = l.parent_id "
+        "AND e.memory_id = m.id WHERE l.parent_id = ? AND m.vault_id = ? "
+        "ORDER BY CASE WHEN e.rank IS NULL THEN ? ELSE ? END, e.rank, m.date_from, m.id "
+        "LIMIT ? OFFSET ?",
+        LINEAGE + "; the memories are pinned, and the evidence with them",
     ),
     Listed(
         LINEAGE_OF.format(extra="", end="parent_id")

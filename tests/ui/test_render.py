@@ -239,7 +239,7 @@ def test_a_reflections_page_lists_its_evidence_first_and_flags_weak_support() ->
         memory_id="r", tier=2, content="c", date="d", sources_total=3, evidence_total=1,
         weak_support=True, sources=[row(0, cited), row(1), row(2)], offset=0,
     )  # fmt: skip
-    said = "3 sources. All 3 are listed below, its evidence first (1 source)."
+    said = "3 sources. All 3 are listed below, its evidence first (1 source), then the rest."
     assert views.sources_summary(found, paged=False) == said
     html = render_memory.memory_page(found, VIEWER, next_offset=None)
     assert html.count('class="evidence"') == 1 and "evidence 0.812, cited" in html

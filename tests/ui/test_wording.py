@@ -51,10 +51,10 @@ def test_a_reflection_counts_its_sources_and_says_which_are_listed(
     page = signed_in_page(context, server)
     page.goto(server.base + f"/ui/memories/{seeded.tier3}")
     summary = page.locator("#sources-summary")
-    expect(summary).to_have_text("2 sources. All 2 are listed below, most similar first.")
+    expect(summary).to_have_text("2 sources. All 2 are listed below, each one its evidence.")
     deleted = seeded.raw["garden"][0]
     api(server, "POST", "/v1/memory/delete-ids", server.key, ids=[deleted])
     page.goto(server.base + f"/ui/memories/{seeded.tier2['garden']}")
     expect(summary).to_have_text(
-        "3 sources, 1 of them deleted. The 2 left are listed below, most similar first."
+        "3 sources, 1 of them deleted. The 2 left are listed below, each one its evidence."
     )

@@ -41,7 +41,13 @@ def test_full_loop_consolidates_every_raw_memory_exactly_once(served: tuple[Vaul
         for batch in batches:
             for created in batch["commit"]["created"]:
                 down = http.post("/v1/memory/inspect", json={"memory_id": created["id"]}).json()
-                assert [s["id"] for s in down["sources"]] == batch["source_ids"]
+                listed = [s["id"] for s in down["sources"]]
+                assert sorted(listed) == sorted(batch["source_ids"])
+                # the reflection's own evidence first, then the rest of its batch by date
+                marked = [bool(s.get("evidence")) for s in down["sources"]]
+                assert marked == sorted(marked, reverse=True)
+                rest = [i for i, m in zip(listed, marked, strict=True) if not m]
+                assert rest == [i for i in batch["source_ids"] if i in set(rest)]
                 assert down["covers"] == batch["covers"]
                 assert {(created["id"], s) for s in batch["source_ids"]} <= pairs
         up = http.post("/v1/memory/inspect", json={"memory_id": raw_ids[123]}).json()

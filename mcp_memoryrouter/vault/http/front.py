@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from mcp_memoryrouter import __version__, limits, schemas
-from mcp_memoryrouter.errors import Conflict, InvalidRequest, too_large
+from mcp_memoryrouter.errors import Conflict, InvalidRequest, NotFound, too_large
 from mcp_memoryrouter.vault.http import render
 from mcp_memoryrouter.vault.http.ratelimit import UNLIMITED_PATHS, RateBuckets, caller, throttled
 from mcp_memoryrouter.vault.rules.access import Access
@@ -512,8 +512,8 @@ def _prepare_query(body: schemas.PrepareRequest) -> tuple[str, str | None]:
 def _replaced(replaced: Sequence[schemas.ReplacedIn], entries: int) -> list[tuple[str, int, int]]:
     """An import's replaced reflections as (id, when in ms, entry index)."""
     for i, r in enumerate(replaced):
-        if r.entry >= entries:
-            raise InvalidRequest(
+        if r.entry >= entries:  # a reference into the request that resolves to nothing
+            raise NotFound(
                 f"replaced[{i}].entry is {r.entry}, and the request holds {entries} entries: "
                 "name an entry by its index from 0",
                 {"field": f"replaced[{i}].entry"},

@@ -24,6 +24,7 @@ from mcp_memoryrouter.limits import (
     MEMORY_ID,
     MOMENT,
     MOMENT_OFF_THE_EDGE,
+    RELATED_LABEL,
 )
 from mcp_memoryrouter.vault.rules.timeline import BUCKET_SIZES
 
@@ -74,7 +75,11 @@ _SURROGATES = range(0xD800, 0xE000)
 _PROPERTIES: dict[str, dict[str, Constraint]] = {
     # ingest stores messages; prepare only reads their text, blank or not, and no date
     "IngestMessage": {"content": _NOT_BLANK, "date": _ISO_MOMENT},
-    "EntryIn": {"text": _ENTRY_TEXT},
+    "EntryIn": {
+        "text": _ENTRY_TEXT,
+        "replaces": {"items": {"type": "string", "pattern": RELATED_LABEL}},
+    },
+    "ReplacedIn": {"at": _ISO_MOMENT},
     "CoversIn": {"from": _ISO_MOMENT, "to": _ISO_MOMENT},
     "DateSearchRequest": {"from": _ISO_MOMENT, "to": _ISO_MOMENT},
     "SearchRequest": {"as_of": _ISO_MOMENT},

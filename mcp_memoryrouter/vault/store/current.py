@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcp_memoryrouter.db import Tx
-from mcp_memoryrouter.errors import InvalidRequest
+from mcp_memoryrouter.errors import InvalidRequest, NotFound
 from mcp_memoryrouter.limits import RELATED_MAX, SUPERSEDED_CHAIN_MAX
 from mcp_memoryrouter.vault.rules.domain import Created, Entry, Kind, Memory, Superseded
 from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
@@ -122,8 +122,8 @@ def restore(
             "AND id = ? AND tier = ? AND superseded_ms IS NULL",
             (at_ms, created[index].id, vault_id, memory_id, tier),
         )
-        if not marked:
-            raise InvalidRequest(
+        if not marked:  # an unknown id, as an unknown source id is
+            raise NotFound(
                 f"replaced[{i}].id names no current tier {tier} reflection of this vault: "
                 "name a reflection imported before, of the tier of this request",
                 {"field": f"replaced[{i}].id"},

@@ -74,7 +74,10 @@ def unrecorded(tx: Tx, vault_id: str, batch_id: str, model: str | None) -> Unrec
     ids = [item["id"] for item in json.loads(row[0])]
     test, params = tx.among(ids)
     texts: dict[str, str] = dict(
-        tx.all(f"SELECT id, content FROM memories WHERE id {test}", params)
+        tx.all(
+            f"SELECT id, content FROM memories WHERE vault_id = ? AND id {test}",
+            [vault_id, *params],
+        )
     )
     created = tuple((i, texts[i]) for i in ids if i in texts)
     rows = tx.all(
@@ -82,8 +85,9 @@ def unrecorded(tx: Tx, vault_id: str, batch_id: str, model: str | None) -> Unrec
         "JOIN memories m ON m.id = s.memory_id "
         "LEFT JOIN vectors v ON v.seq = m.seq AND v.model = ? "
         "WHERE s.batch_id = ? AND m.vault_id = ? AND EXISTS (SELECT 1 FROM lineage l "
-        f"WHERE l.child_id = m.id AND l.parent_id {test}) ORDER BY s.line, m.id",
-        [model or "", batch_id, vault_id, *params],
+        f"WHERE l.vault_id = ? AND l.child_id = m.id AND l.parent_id {test}) "
+        "ORDER BY s.line, m.id",
+        [model or "", batch_id, vault_id, vault_id, *params],
     )
     sources = tuple(Source(r[0], r[1], r[2], r[3], r[4], _vector(r[5])) for r in rows)
     return Unrecorded(created, (int(row[1]), int(row[2])), sources)
@@ -126,12 +130,13 @@ def record(
     return {item["id"]: bool(item.get("weak_support")) for item in items}
 
 
-def marks(tx: Tx, reflection_id: str) -> dict[str, Mark]:
+def marks(tx: Tx, vault_id: str, reflection_id: str) -> dict[str, Mark]:
     """The reflection's evidence still in the vault, by source id."""
     rows = tx.all(
         "SELECT e.memory_id, e.rank, e.score, e.cited FROM evidence e "
-        "JOIN memories m ON m.id = e.memory_id WHERE e.reflection_id = ? ORDER BY e.rank",
-        (reflection_id,),
+        "JOIN memories m ON m.id = e.memory_id AND m.vault_id = e.vault_id "
+        "WHERE e.vault_id = ? AND e.reflection_id = ? ORDER BY e.rank",
+        (vault_id, reflection_id),
     )
     return {r[0]: Mark(int(r[1]), float(r[2]), bool(r[3])) for r in rows}
 

@@ -352,7 +352,8 @@ def sources_by_date(
     # the reflection's own evidence first, by rank (store/evidence.py), then the rest by date
     rows = tx.all(
         f"SELECT {MEMORY_COLUMNS} FROM lineage l JOIN memories m ON m.id = l.child_id "
-        "LEFT JOIN evidence e ON e.reflection_id = l.parent_id AND e.memory_id = m.id "
+        "LEFT JOIN evidence e ON e.vault_id = m.vault_id AND e.reflection_id = l.parent_id "
+        "AND e.memory_id = m.id "
         "WHERE l.parent_id = ? AND m.vault_id = ? "
         "ORDER BY CASE WHEN e.rank IS NULL THEN 1 ELSE 0 END, e.rank, m.date_from, m.id "
         "LIMIT ? OFFSET ?",
@@ -388,7 +389,7 @@ def read_lineage(
     marked: dict[str, Mark] = {}
     if memory.support is not None:  # a reflection: its support, as kept on its row
         total, deleted = memory.support.total, memory.support.deleted
-        marked = evidence.marks(tx, memory_id)
+        marked = evidence.marks(tx, vault_id, memory_id)
         if similar is not None and marked:
             everything = similar(tx, vault_id, memory, 0, total)
             sources, scores = evidence.first(*everything, marked, offset, limit)
