@@ -287,12 +287,13 @@ class VaultService:
         wanted = {m.id for m in rows}
         found = self._search(vault, query, limits.SEARCH_LIMIT_MAX, where, embeddings, named)
         ranked = [h for h in found if h.memory.id in wanted]
-        ranked += [ScoredMemory(m, None) for m in rows if m.id not in {h.memory.id for h in ranked}]
+        ranked_ids = {h.memory.id for h in ranked}
+        ranked += [ScoredMemory(m, None) for m in rows if m.id not in ranked_ids]
         return self._supported(vault, ranked[:limit])
 
     def _replaced_count(self, vault_id: str) -> int:
         """How many more rows a search that leaves replaced reflections out reads."""
-        return min(len(self._store.superseded_ids(vault_id)), limits.SEARCH_LIMIT_MAX)
+        return min(self._store.replaced_count(vault_id), limits.SEARCH_LIMIT_MAX)
 
     def _current(
         self, vault_id: str, found: Sequence[ScoredMemory], current_only: bool
@@ -722,15 +723,11 @@ class VaultService:
     def _stored_by(self, vault_id: str, rows: Sequence[Memory]) -> list[Memory]:
         """``rows`` with what stored each (``stored_by``), whether a later reflection
         replaced them, and their kind (``superseded``, ``kind``)."""
-        ids = [m.id for m in rows]
-        found = self._store.writers_of(vault_id, ids) if rows else {}
-        states = self._store.states(vault_id, ids)
+        found = self._store.described(vault_id, [m.id for m in rows])
         described = []
         for m in rows:
-            superseded, kind = states.get(m.id, (None, None))
-            described.append(
-                replace(m, stored_by=found.get(m.id), superseded=superseded, kind=kind)
-            )
+            writer, superseded, kind = found.get(m.id, (None, None, None))
+            described.append(replace(m, stored_by=writer, superseded=superseded, kind=kind))
         return described
 
     def _model_id(self, embeddings: str | None) -> str | None:

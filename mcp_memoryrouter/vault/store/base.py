@@ -302,9 +302,13 @@ class Store(ABC):
         """Record a version-2 checkout and the (label, reflection id) pairs it showed."""
         self._write(lambda tx: current.relate(tx, vault_id, batch_id, shown))
 
-    def states(self, vault_id: str, ids: Sequence[str]) -> dict[str, current.State]:
-        """Which of ``ids`` were replaced, and their kinds (current rows of no kind: absent)."""
-        return self._read(lambda tx: current.states(tx, vault_id, ids)) if ids else {}
+    def described(self, vault_id: str, ids: Sequence[str]) -> dict[str, current.Described]:
+        """What stored each of ``ids``, whether it was replaced, and its kind (one read)."""
+        return self._read(lambda tx: current.described(tx, vault_id, ids)) if ids else {}
+
+    def replaced_count(self, vault_id: str) -> int:
+        """How many of the vault's memories a later reflection replaced."""
+        return self._read(lambda tx: current.replaced_count(tx, vault_id))
 
     def outdated(self, vault_id: str, ids: Sequence[str]) -> dict[str, str]:
         """The moments among ``ids`` a replaced reflection stood on, each to that reflection."""

@@ -14,12 +14,25 @@ from collections.abc import Sequence
 from mcp_memoryrouter.db import Tx
 from mcp_memoryrouter.errors import InvalidRequest, NotFound
 from mcp_memoryrouter.limits import RELATED_MAX, SUPERSEDED_CHAIN_MAX
-from mcp_memoryrouter.vault.rules.domain import Created, Entry, Kind, Memory, Superseded
-from mcp_memoryrouter.vault.store.sql import MEMORY_COLUMNS, memory_from_row
+from mcp_memoryrouter.vault.rules.domain import (
+    Created,
+    Entry,
+    Kind,
+    Memory,
+    Superseded,
+    Writer,
+)
+from mcp_memoryrouter.vault.store.sql import (
+    MEMORY_COLUMNS,
+    WRITER_COLUMNS,
+    memory_from_row,
+    writer_from_row,
+)
 
 PREFERENCES_READ = 200  # current preferences read at most for one prepare or search
 
-State = tuple[Superseded | None, Kind | None]
+# what a reader shows of a memory beside its text: its writer, superseded and kind
+Described = tuple[Writer | None, Superseded | None, Kind | None]
 
 
 def relate(tx: Tx, vault_id: str, batch_id: str, shown: Sequence[tuple[str, str]]) -> None:
@@ -130,18 +143,34 @@ def restore(
             )
 
 
-def states(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, State]:
-    """Whether each of the vault's memories among ``ids`` was replaced, and its kind; a
-    memory that is current and of no kind is left out."""
+def described(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Described]:
+    """What stored each of the vault's memories among ``ids``, whether a later reflection
+    replaced it, and its kind, in one read (a memory not there is left out)."""
     if not ids:
         return {}
     test, params = tx.among(sorted(set(ids)))
     rows = tx.all(
-        "SELECT id, superseded_ms, superseded_by, kind FROM memories WHERE vault_id = ? "
-        f"AND id {test} AND (superseded_ms IS NOT NULL OR kind IS NOT NULL)",
+        f"SELECT id, superseded_ms, superseded_by, kind, {WRITER_COLUMNS} FROM memories "
+        f"WHERE vault_id = ? AND id {test}",
         [vault_id, *params],
     )
-    return {r[0]: (None if r[1] is None else Superseded(int(r[1]), r[2]), r[3]) for r in rows}
+    return {
+        r[0]: (
+            writer_from_row(r[4:]),
+            None if r[1] is None else Superseded(int(r[1]), r[2]),
+            r[3],
+        )
+        for r in rows
+    }
+
+
+def replaced_count(tx: Tx, vault_id: str) -> int:
+    """How many of the vault's memories a later reflection replaced (a partial index)."""
+    row = tx.one(
+        "SELECT count(*) FROM memories WHERE vault_id = ? AND superseded_ms IS NOT NULL",
+        (vault_id,),
+    )
+    return 0 if row is None else int(row[0])
 
 
 def outdated(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, str]:
