@@ -123,6 +123,17 @@ MAX_DELETE_IDS = 500  # ids per delete-ids request
 # one fact against different facts of the same kind, python bench/near_duplicates.py)
 NEAR_DUPLICATE_COSINE = 0.90
 NEAR_DUPLICATES_LISTED = 5  # near-duplicates a store answer lists per message, best first
+
+# --- writes and metering (docs/api.md, "Read your writes"; docs/benchmarks.md) -------------
+# A write is answered before it is embedded. The units of the vault's latest small writes (at
+# most this many, newest first) that are still queued are embedded by the next search, before
+# its vector side; a write of more units is left to the background worker.
+READ_YOUR_WRITES_UNITS = 16
+# Usage events are kept in memory and written in one transaction by the background worker at
+# least this often, and at once when this many wait (or the usage is read, or the server
+# stops): a crash loses at most the last second's events, at most this many.
+USAGE_FLUSH_SECONDS = 1.0
+USAGE_WAITING_MAX = 1_000
 MAX_CLIENT_NAME_CHARS = 100  # the client name a surface reports (X-MemoryRouter-Client)
 # Each committed entry's own evidence (rules/evidence.py): the uncited sources kept, best
 # first; the score a source needs to be kept, and the best score below which the entry is

@@ -1,10 +1,11 @@
 """Near-duplicates on write: for each new text, the memories already in the vault that it
-nearly repeats (the rule is ``rules/near.py``; docs/api.md, "Near-duplicates on write").
+nearly repeats (the rule is ``rules/near.py``; docs/api.md, "Near-duplicates on write"). Only
+a write with ``dedupe: "near"`` asks: the default write embeds nothing before it answers.
 
 With an embedding model each text is embedded as the vault embeds a memory (its date, then
 its text) in one batch, and the vault's nearest vectors are read for each: their cosines are
-the scores. A memory not embedded yet is not found this way (an ingest of at most
-``EMBED_BEFORE_ACK`` units is embedded before it answers, so the next write finds it).
+the scores. A memory not embedded yet is not found this way (the check first embeds the
+vault's latest small writes, as a search does, so the write just before is compared).
 Without a model, or when the embedding service fails (the write still succeeds), the vault's
 lexical index proposes candidates and only the same text counts, at 1.0.
 """

@@ -2,23 +2,28 @@
 persisted queue. A crash loses nothing: queued rows stay queued until their vectors are
 stored, and rows not yet embedded are still found lexically.
 
-A small write (at most ``EMBED_BEFORE_ACK`` units) is embedded before the ingest answers, so
-the next search finds it by meaning: the rows and their queue entries commit first, the model
-runs outside the writer lock, then the vectors are stored and the entries cleared. A crash
-in between leaves the rows queued for the worker, as for any other write."""
+No write waits for its vectors. The worker notes the rows of each small write (at most
+``limits.READ_YOUR_WRITES_UNITS`` units, the newest of each vault kept) and the vault's next
+search embeds those still queued before its vector side (:meth:`EmbeddingWorker.catch_up`),
+so a fact just stored is found by meaning by the next search; the worker embeds the rest in
+batches across writes, gathering for a moment after it is woken. It also writes the usage
+events the store keeps in memory (``Store.flush_usage``), at least every
+``limits.USAGE_FLUSH_SECONDS``, and once more when it stops."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.store import Store
 
 log = logging.getLogger("mcp_memoryrouter.vault.indexer")
-BATCH = 32
-EMBED_BEFORE_ACK = 16  # units a write may hold and still be embedded before it is answered
+BATCH = 64
+GATHER_SECONDS = 0.05  # after a wake, for the writes just behind it (one batch, one call)
 IDLE_SECONDS = 5.0
 BACKOFF_SECONDS = 10.0
 
@@ -31,6 +36,10 @@ class EmbeddingWorker:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # the newest small writes' rows per vault, (model, id), until a search embeds them
+        self._fresh: dict[str, list[tuple[str, str]]] = {}
+        self._fresh_lock = threading.Lock()
+        self._flushed = time.monotonic()
 
     def start(self) -> None:
         if self._thread is None:
@@ -42,6 +51,7 @@ class EmbeddingWorker:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self._flush_usage()
 
     def wake(self) -> None:
         self._wake.set()
@@ -60,18 +70,45 @@ class EmbeddingWorker:
                 done += len(pending)
         return done
 
-    def embed_now(self, model: str, ids: Sequence[str]) -> None:
-        """Embed the queued rows among ``ids`` now; a failure leaves them to the worker."""
+    def written(self, vault_id: str, model: str, ids: Sequence[str]) -> None:
+        """A write of ``vault_id`` queued ``ids`` for ``model``: a write of at most
+        ``limits.READ_YOUR_WRITES_UNITS`` units is noted for the vault's next search (the
+        newest that many of the vault are kept); the worker is woken either way."""
+        if ids and len(ids) <= limits.READ_YOUR_WRITES_UNITS:
+            with self._fresh_lock:
+                fresh = self._fresh.setdefault(vault_id, [])
+                fresh.extend((model, i) for i in ids)
+                del fresh[: -limits.READ_YOUR_WRITES_UNITS]
+        self.wake()
+
+    def catch_up(self, vault_id: str) -> int:
+        """Before a search of ``vault_id``: embed the rows of its latest small writes that
+        are still queued (at most ``limits.READ_YOUR_WRITES_UNITS``), so the search finds
+        them by meaning. The number embedded; a failure leaves them to the worker."""
+        if vault_id not in self._fresh:  # read without the lock: most searches stop here
+            return 0
+        with self._fresh_lock:
+            fresh = self._fresh.pop(vault_id, [])
+        done = 0
+        for model in dict.fromkeys(m for m, _ in fresh):
+            done += self.embed_now(model, [i for m, i in fresh if m == model])
+        return done
+
+    def embed_now(self, model: str, ids: Sequence[str]) -> int:
+        """Embed the queued rows among ``ids`` now: how many; a failure leaves them to the
+        worker."""
         embedder = self._embedders.by_model_id(model)
         if embedder is None:
-            return
+            return 0
         try:
             pending = self._store.take_embed_rows(model, ids)
             if pending:
                 vectors = embedder.embed([p.text for p in pending])
                 self._store.put_vectors(model, pending, vectors)
+            return len(pending)
         except Exception as exc:  # the write stands; the worker embeds it later
-            log.error("embedding a write before answering failed: %s", type(exc).__name__)
+            log.error("embedding a fresh write failed: %s", type(exc).__name__)
+            return 0
 
     def drain(self) -> int:
         """Embed until the queue is empty (tests, benchmarks, the CLI)."""
@@ -99,6 +136,7 @@ class EmbeddingWorker:
         except Exception as exc:
             log.error("warming the search indexes failed: %s", type(exc).__name__)
         while not self._stop.is_set():
+            self._flush_usage(due=True)
             try:
                 done = self.step()
             except Exception as exc:  # the worker must outlive any one failure
@@ -106,5 +144,19 @@ class EmbeddingWorker:
                 self._stop.wait(BACKOFF_SECONDS)
                 continue
             if not done:
-                self._wake.wait(IDLE_SECONDS)
+                waiting = self._store.usage_waiting()
+                self._wake.wait(limits.USAGE_FLUSH_SECONDS if waiting else IDLE_SECONDS)
                 self._wake.clear()
+                self._stop.wait(GATHER_SECONDS)  # the writes just behind this one
+
+    def _flush_usage(self, *, due: bool = False) -> None:
+        """Write the metered usage waiting in memory (``due``: only when the last flush is
+        ``limits.USAGE_FLUSH_SECONDS`` old); a failure leaves it waiting."""
+        now = time.monotonic()
+        if due and now - self._flushed < limits.USAGE_FLUSH_SECONDS:
+            return
+        self._flushed = now
+        try:
+            self._store.flush_usage()
+        except Exception as exc:
+            log.error("writing metered usage failed: %s", type(exc).__name__)

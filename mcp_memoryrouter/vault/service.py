@@ -14,7 +14,7 @@ from mcp_memoryrouter.tokens import est_tokens
 from mcp_memoryrouter.vault import evidence
 from mcp_memoryrouter.vault.duplicates import Found, near_duplicates
 from mcp_memoryrouter.vault.hybrid import HybridSearch
-from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
+from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.memory_keys import MemoryKeys
 from mcp_memoryrouter.vault.rules import (
     chunking,
@@ -129,7 +129,7 @@ class VaultService:
         self._lease_seconds = lease_seconds
         self._embedders = embedders or Embedders({}, "none")
         self.worker = worker
-        self._search = HybridSearch(store, self._embedders, "shipped" if learned_ranker else None)
+        self._hybrid = HybridSearch(store, self._embedders, "shipped" if learned_ranker else None)
         self.keys = MemoryKeys(store, clock)
         # Vaults seen to hold memories prepare leaves out by default: their prepares search
         # among the injectable alone from the start (see _injectable).
@@ -141,11 +141,15 @@ class VaultService:
         return self._embedders
 
     def close(self) -> None:
-        """Stop the embedding worker and close the store (a SQLite store releases its file)."""
+        """Stop the embedding worker, write the usage metered since its last flush and close
+        the store (a SQLite store releases its file)."""
         if self.worker is not None:
             self.worker.stop()
-        self._search.close()
-        self._store.close()
+        self._hybrid.close()
+        try:
+            self._store.flush_usage()
+        finally:
+            self._store.close()
 
     def _wake(self) -> None:
         if self.worker is not None:
@@ -173,8 +177,10 @@ class VaultService:
         embeddings: str | None = None,
         dedupe: near.Dedupe = "exact",
     ) -> IngestOutcome:
-        """``dedupe``: "near" leaves out a unit that repeats a memory already in the vault
-        (``rules.near``); either way a small write lists the near-duplicates it found."""
+        """Answered before anything is embedded: the next search of the vault embeds what a
+        small write queued (``EmbeddingWorker.catch_up``). ``dedupe``: "near" compares each
+        unit with the memories already in the vault, lists those it nearly repeats and
+        leaves out a unit that repeats one (``rules.near``); the default compares nothing."""
         access.require_write()
         model = self._model_id(embeddings)
         now = self._clock()
@@ -202,10 +208,9 @@ class VaultService:
                     )
                 )
                 sent.append(index)
-        checked = dedupe == "near" or len(rows) <= EMBED_BEFORE_ACK
-        found = self._near(access.vault_id, rows, embeddings) if checked else []
+        found = self._near(access.vault_id, rows, embeddings) if dedupe == "near" else []
         skipped: dict[int, Found] = {}
-        for i, hits in enumerate(found if dedupe == "near" else []):
+        for i, hits in enumerate(found):
             repeated = [f for f in hits if near.repeats(rows[i].content, f.content, f.score)]
             if repeated:
                 skipped[i] = repeated[0]
@@ -213,8 +218,9 @@ class VaultService:
         new_ids, stored, _ = self._store.ingest(access.vault_id, kept, model, access.writer)
         if stored:
             self._store.record_usage(access.vault_id, _stored_by_session(kept, new_ids), now)
-            if model is not None and self.worker is not None and len(kept) <= EMBED_BEFORE_ACK:
-                self.worker.embed_now(model, new_ids)  # read your own writes by meaning
+            if model is not None and self.worker is not None:
+                new = [i for row, i in zip(kept, new_ids, strict=True) if i == row.id]
+                self.worker.written(access.vault_id, model, new)  # the next search embeds it
             self._wake()
         answered = iter(new_ids)
         ids = [skipped[i].id if i in skipped else next(answered) for i in range(len(rows))]
@@ -237,10 +243,30 @@ class VaultService:
     def _near(
         self, vault_id: str, rows: Sequence[NewRaw], embeddings: str | None
     ) -> list[list[Found]]:
-        """Each row's near-duplicates in the vault, in the model the write embeds with."""
+        """Each row's near-duplicates in the vault, in the model the write embeds with (the
+        vault's latest writes embedded first, so they are compared too)."""
         embedder = self._embedders.get(self._embedders.resolve(embeddings))
+        if embedder is not None and self.worker is not None:
+            self.worker.catch_up(vault_id)
         texts = [(row.content, row.date_ms) for row in rows]
         return near_duplicates(self._store, vault_id, texts, embedder)
+
+    def _search(
+        self,
+        vault_id: str,
+        query: str,
+        limit: int,
+        where: SearchFilter,
+        embeddings: str | None,
+        named: when.Window | None = None,
+        *,
+        meaning: str | None = None,
+    ) -> list[ScoredMemory]:
+        """The hybrid search, once the vault's latest small writes are embedded (read your
+        writes by meaning: ``EmbeddingWorker.catch_up``)."""
+        if self.worker is not None:
+            self.worker.catch_up(vault_id)
+        return self._hybrid(vault_id, query, limit, where, embeddings, named, meaning=meaning)
 
     def search(
         self,

@@ -55,16 +55,16 @@ async def test_store_memory_records_the_mcp_surface_the_client_and_the_key(
     assert by["key_id"].startswith("key_") and mcp_server.key not in str(shown)
 
 
-async def test_store_memory_lists_what_it_nearly_repeats(mcp_server: McpServer) -> None:
+async def test_store_memory_compares_nothing_by_default(mcp_server: McpServer) -> None:
     async with named_client(mcp_server, "auto", "Desk Assistant") as client:
-        first = ok(await client.call_tool("store_memory", {"content": "Ana lives in Porto."}))
+        ok(await client.call_tool("store_memory", {"content": "Ana lives in Porto."}))
         again = ok(
             await client.call_tool(
                 "store_memory", {"content": "ana lives in  porto.", "date": "2026-03-01"}
             )
         )
-    assert again["stored"] == 1
-    assert again["similar"] == [{"id": first["ids"][0], "score": 1.0}]
+    # the check is dedupe "near"'s (below): a default write answers before any comparison
+    assert again["stored"] == 1 and "similar" not in again
 
 
 async def test_store_memory_with_dedupe_near_does_not_store_a_repeat(

@@ -229,7 +229,8 @@ def search(vault: Vault, query: str, **extra: Any) -> list[dict[str, Any]]:
 
 class ComposedVault:
     """The vault as ``serve`` composes it, except that the background worker never runs:
-    whatever is embedded was embedded by the ingest itself."""
+    whatever is embedded was embedded by a search (the vault's latest small writes, before
+    its vector side), or by a test's ``service.worker.drain()``."""
 
     def __init__(self, data_dir: Path) -> None:
         settings = Settings(data_dir=data_dir, embeddings="local", rate_limit_per_minute=0)

@@ -1,8 +1,9 @@
-"""Near-duplicates on write: an ingest lists the memories already in the vault its texts
-nearly repeat (``similar``: id and cosine), and with ``dedupe: "near"`` does not store a text
-that repeats one (``skipped``: the message and what it matched) while an update, which says
-a detail the stored memory does not, is still stored. Without embeddings only the same text
-counts, at 1.0. On SQLite and PostgreSQL."""
+"""Near-duplicates on write: an ingest with ``dedupe: "near"`` lists the memories already in
+the vault its texts nearly repeat (``similar``: id and cosine) and does not store a text that
+repeats one (``skipped``: the message and what it matched) while an update, which says a
+detail the stored memory does not, is still stored. The default write compares nothing (it
+embeds nothing before it answers). Without embeddings only the same text counts, at 1.0. On
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -37,13 +38,29 @@ def count(vault: Vault) -> int:
     return int(vault.sql("SELECT count(*) FROM memories")[0][0])
 
 
+CAR = "I drive a red car to work every day of the week"
+IN_PORTO = "I drive a red automobile to work every day of the week in Porto"  # a new detail
+
+
 def test_a_text_in_other_words_is_listed_with_the_id_it_nearly_repeats(vault: Vault) -> None:
-    (first,) = ingest(vault, "I drive a red car to work")["ids"]
+    (first,) = ingest(vault, CAR)["ids"]
     vault.worker.drain()
-    again = ingest(vault, "I drive a red automobile to work")
-    assert again["stored"] == 1
+    again = ingest(vault, IN_PORTO, dedupe="near")
+    assert again["stored"] == 1 and again["skipped"] == []  # Porto is new: an update
     ((found, score),) = [(s["id"], s["score"]) for s in again["similar"]]
     assert found == first and score >= limits.NEAR_DUPLICATE_COSINE
+
+
+def test_the_default_write_compares_nothing_and_embeds_nothing(vault: Vault) -> None:
+    ingest(vault, CAR)
+    vault.worker.drain()
+    embedder = vault.service.embedders.get("concepts")
+    assert isinstance(embedder, ConceptEmbedder)
+    calls = embedder.calls
+    again = ingest(vault, "I drive a red automobile to work every day of the week")
+    assert again["stored"] == 1 and "similar" not in again and "skipped" not in again
+    assert embedder.calls == calls
+    assert count(vault) == 2
 
 
 def test_dedupe_near_skips_a_repeat_and_answers_the_id_it_matched(vault: Vault) -> None:
@@ -70,11 +87,11 @@ def test_dedupe_near_still_stores_an_update_that_says_a_new_detail(vault: Vault)
 
 
 def test_only_a_near_text_is_listed(vault: Vault) -> None:
-    (first,) = ingest(vault, "I drive a red car to work")["ids"]
+    (first,) = ingest(vault, CAR)["ids"]
     vault.worker.drain()
-    unrelated = ingest(vault, "Bought three kilos of apples at the market")
-    assert "similar" not in unrelated and "skipped" not in unrelated
-    near = ingest(vault, "I drive a red vehicle to work", "Apples again")
+    unrelated = ingest(vault, "Bought three kilos of apples at the market", dedupe="near")
+    assert "similar" not in unrelated and unrelated["skipped"] == []
+    near = ingest(vault, IN_PORTO, "Apples again", dedupe="near")
     assert [s["id"] for s in near["similar"]] == [first]
 
 
@@ -91,10 +108,10 @@ def test_a_bad_dedupe_is_refused_and_nothing_is_written(vault: Vault, dedupe: ob
 
 @pytest.mark.parametrize("vault_embedders", [None])
 def test_without_embeddings_only_the_same_text_counts(vault: Vault) -> None:
-    (first,) = ingest(vault, "Ana lives in Porto.")["ids"]
+    ingest(vault, "Ana lives in Porto.")
     other_day = {"messages": [{"content": "  ana lives in   PORTO. ", "date": "2026-03-01"}]}
-    listed = vault.post("/v1/memory/ingest", other_day).json()
-    assert listed["stored"] == 1 and listed["similar"] == [{"id": first, "score": 1.0}]
+    unchecked = vault.post("/v1/memory/ingest", other_day).json()
+    assert unchecked["stored"] == 1 and "similar" not in unchecked  # the default: no check
     paraphrase = ingest(vault, "Ana's home is in Porto.", dedupe="near")
     assert paraphrase["stored"] == 1 and paraphrase["skipped"] == []
     repeat = {**other_day, "dedupe": "near"}
@@ -117,7 +134,7 @@ def test_an_embedding_service_that_fails_leaves_the_same_text_check_and_the_writ
 ) -> None:
     (first,) = ingest(vault, "Ana lives in Porto.")["ids"]
     again = {"messages": [{"content": "Ana lives in Porto.", "date": "2026-03-01"}]}
-    listed = vault.post("/v1/memory/ingest", again)
-    assert listed.status_code == 202, listed.text
-    assert listed.json()["similar"] == [{"id": first, "score": 1.0}]
-    assert count(vault) == 2
+    checked = vault.post("/v1/memory/ingest", {**again, "dedupe": "near"})
+    assert checked.status_code == 202, checked.text
+    assert checked.json()["skipped"] == [{"index": 0, "id": first, "score": 1.0}]
+    assert count(vault) == 1

@@ -1,20 +1,34 @@
-"""Read your own writes by meaning: a small ingest is embedded (with the real local model)
-before it is answered; a large one stays queued for the background worker."""
+"""Read your own writes by meaning, without embedding in the write: an ingest is answered
+before anything is embedded, and the vault's next search embeds what its latest small writes
+queued (at most ``limits.READ_YOUR_WRITES_UNITS`` units) before its vector side; a larger
+write is left to the background worker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from mcp_memoryrouter.vault.indexer import EMBED_BEFORE_ACK, EmbeddingWorker
+from mcp_memoryrouter import limits
+from mcp_memoryrouter.vault.indexer import EmbeddingWorker
 from mcp_memoryrouter.vault.rules.domain import SearchFilter
-from mcp_memoryrouter.vault.search.embeddings import Embedders
+from mcp_memoryrouter.vault.search.embeddings import Embedders, Vectors
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
 from tests.support import FakeClock, StoreFactory
 from tests.support.store import ComposedVault
 from tests.vault.embedders import ConceptEmbedder
+
+
+class Counted(ConceptEmbedder):
+    """The concept embedder, noting each text it embeds (the embedder seam)."""
+
+    texts: ClassVar[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        Counted.texts.extend(texts)
+        return super().embed(texts)
 
 
 @pytest.fixture
@@ -23,6 +37,19 @@ def composed(tmp_path: Path) -> Iterator[ComposedVault]:
     yield vault
     vault.http.close()
     vault.service.close()
+
+
+@pytest.fixture
+def counted(tmp_path: Path, new_store: StoreFactory) -> Iterator[VaultService]:
+    Counted.texts.clear()
+    store = new_store(tmp_path)
+    embedders = Embedders({"concepts": Counted}, "concepts")
+    worker = EmbeddingWorker(store, embedders)  # never started: only searches embed
+    service = VaultService(
+        store, clock=FakeClock(), lease_seconds=900, embedders=embedders, worker=worker
+    )
+    yield service
+    service.close()
 
 
 def test_the_readme_example_is_found_by_meaning_right_after_it_is_stored(
@@ -34,37 +61,62 @@ def test_the_readme_example_is_found_by_meaning_right_after_it_is_stored(
     # another is embedded with it as the turn before, and "which database" then scores under
     # the relevance floor (docs/retrieval.md)
     (stored,) = composed.ingest("We chose Postgres for auth.")
-    assert composed.pending() == 0
+    assert composed.pending() == 3  # answered before anything was embedded
     # no word of the query is in any memory: only the vectors can answer
     found = composed.post("/v1/memory/search", {"query": "which database", "limit": 3})
     memories: list[dict[str, object]] = found["memories"]  # type: ignore[assignment]
     assert [m["id"] for m in memories][:1] == [stored]
-
-
-def test_a_write_of_the_limit_is_embedded_and_one_more_unit_is_left_queued(
-    composed: ComposedVault,
-) -> None:
-    composed.ingest(*[f"Note number {n} about the garden." for n in range(EMBED_BEFORE_ACK)])
     assert composed.pending() == 0
-    composed.ingest(*[f"Entry {n} in the travel log." for n in range(EMBED_BEFORE_ACK + 1)])
-    assert composed.pending() == EMBED_BEFORE_ACK + 1
-    assert EMBED_BEFORE_ACK == 16
 
 
-def test_each_store_embeds_only_the_writes_own_rows_before_answering(
-    tmp_path: Path, new_store: StoreFactory
+def test_the_write_embeds_nothing_and_the_next_search_finds_it_by_meaning(
+    counted: VaultService,
 ) -> None:
-    store = new_store(tmp_path)
-    embedders = Embedders({"concepts": ConceptEmbedder}, "concepts")
-    worker = EmbeddingWorker(store, embedders)
-    service = VaultService(store, clock=FakeClock(), lease_seconds=900, embedders=embedders)
-    key, _ = service.create_vault()
-    access = service.authenticate(key)
-    big = [IncomingMessage("user", f"backlog {n}", None) for n in range(EMBED_BEFORE_ACK + 1)]
-    service.ingest(access, big, None)  # queued: more units than the limit
-    service.worker = worker
-    service.ingest(access, [IncomingMessage("user", "I drive an automobile", None)], None)
-    assert service.pending_embeddings(access) == EMBED_BEFORE_ACK + 1  # the backlog waits
-    hits, _ = service.search(access, "car", 1, SearchFilter())
+    access = counted.authenticate(counted.create_vault()[0])
+    written = [IncomingMessage("user", "I drive an automobile", None)]
+    outcome = counted.ingest(access, written, None)
+    assert outcome.stored == 1 and Counted.texts == []  # the write answered unembedded
+    assert counted.pending_embeddings(access) == 1
+    hits, _ = counted.search(access, "car", 1, SearchFilter())  # no word in common
     assert [h.memory.content for h in hits] == ["I drive an automobile"]
-    store.close()
+    assert [t for t in Counted.texts if "automobile" in t] != []  # embedded by the search
+    assert counted.pending_embeddings(access) == 0
+
+
+def test_a_write_of_the_limit_is_embedded_by_the_search_and_one_more_unit_is_left_queued(
+    counted: VaultService,
+) -> None:
+    access = counted.authenticate(counted.create_vault()[0])
+    units = limits.READ_YOUR_WRITES_UNITS
+    notes = [IncomingMessage("user", f"Garden note {n}", None) for n in range(units)]
+    counted.ingest(access, notes, None)
+    counted.search(access, "garden", 1, SearchFilter())
+    assert counted.pending_embeddings(access) == 0
+    log = [IncomingMessage("user", f"Travel log {n}", None) for n in range(units + 1)]
+    counted.ingest(access, log, None)
+    counted.search(access, "travel", 1, SearchFilter())
+    assert counted.pending_embeddings(access) == units + 1  # the worker's
+    assert units == 16
+
+
+def test_only_the_vaults_latest_writes_are_embedded_by_its_search(
+    counted: VaultService,
+) -> None:
+    access = counted.authenticate(counted.create_vault()[0])
+    other = counted.authenticate(counted.create_vault()[0])
+    big = [IncomingMessage("user", f"backlog {n}", None) for n in range(17)]
+    counted.ingest(access, big, None)  # queued: more units than the limit
+    counted.ingest(other, [IncomingMessage("user", "another vault's car", None)], None)
+    for n in range(limits.READ_YOUR_WRITES_UNITS + 1):  # one more than are kept
+        counted.ingest(access, [IncomingMessage("user", f"small write {n}", None)], None)
+    counted.ingest(access, [IncomingMessage("user", "I drive an automobile", None)], None)
+    Counted.texts.clear()
+    hits, _ = counted.search(access, "car", 1, SearchFilter())
+    assert [h.memory.content for h in hits] == ["I drive an automobile"]
+    embedded = [t for t in Counted.texts if "car" not in t.split()]  # the query's own aside
+    assert len(embedded) == limits.READ_YOUR_WRITES_UNITS
+    left = ("backlog", "another", "small write 0", "small write 1")
+    assert not any(t.rstrip(".").endswith(left) or "backlog" in t for t in embedded)
+    # the backlog, the two oldest small writes and the other vault's write wait for the worker
+    assert counted.pending_embeddings(access) == 17 + 2
+    assert counted.pending_embeddings(other) == 1

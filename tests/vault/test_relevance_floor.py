@@ -19,6 +19,8 @@ def composed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposedVault
     vault.ingest(*UNRELATED[:6])
     vault.ingest(*UNRELATED[6:])
     vault.ingest(*GUITAR)
+    assert vault.service.worker is not None
+    vault.service.worker.drain()
     assert vault.pending() == 0  # every memory has its vector
     yield vault
     vault.http.close()

@@ -21,7 +21,8 @@ class StoreOutput(BaseModel):
     duplicates: int  # identical memories already in the vault, not written again
     ids: list[str]  # one per stored chunk, in order; a duplicate's is the id already kept
     consolidation_suggestion: str | None = None
-    # memories already in the vault this text nearly repeats (id, cosine), best first
+    # with dedupe "near": memories already in the vault this text nearly repeats (id,
+    # cosine), best first
     similar: list[schemas.Similar] | None = None
     # with dedupe "near": the text not stored, and the memory it repeats
     skipped: list[schemas.Skipped] | None = None
@@ -72,8 +73,8 @@ TOOLS = (
         "Store a memory",
         "Save what the user wants remembered as a raw (tier 1) memory: a fact, preference, "
         "decision or event, as one self-contained statement with absolute dates. Secrets "
-        "(passwords, keys, tokens) are refused. Returns the ids stored, and similar: kept "
-        "memories it nearly repeats.",
+        "(passwords, keys, tokens) are refused. Returns the ids stored; with dedupe near, "
+        "similar: kept memories it nearly repeats.",
         WRITES,
     ),
 )

@@ -11,6 +11,7 @@ keeps in step after deletes (:meth:`Store._forget`).
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
@@ -19,6 +20,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from mcp_memoryrouter import limits
 from mcp_memoryrouter.db import Row, Tx
 from mcp_memoryrouter.vault.rules.domain import (
     Backlog,
@@ -63,6 +65,18 @@ from mcp_memoryrouter.vault.store import (
 )
 
 T = TypeVar("T")
+_METERS = threading.Lock()  # makes each store's usage meter once
+
+
+class _UsageMeter:
+    """A store's usage events not written yet (``Store.record_usage``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.flushing = threading.Lock()
+        self.rows: list[tuple[str, int, str, str, int, str | None]] = []
+
+
 _KEYS = (
     "SELECT k.vault_id, v.ref, k.name, k.read_only, k.created_ms, k.id, k.prefix, "
     "k.last_used_ms FROM keys k JOIN vaults v ON v.id = k.vault_id"
@@ -502,15 +516,54 @@ class Store(ABC):
         return self._read(read)
 
     def record_usage(self, vault_id: str, events: Sequence[UsageEvent], now_ms: int) -> None:
+        """Meter ``events``: kept in memory, written by :meth:`flush_usage` (the background
+        worker's, at least every ``limits.USAGE_FLUSH_SECONDS``), so a search is no write
+        transaction; the call that finds ``limits.USAGE_WAITING_MAX`` events waiting writes
+        them itself."""
         if not events:
             return
-        self._write(
-            lambda tx: tx.many(
-                "INSERT INTO usage_events (vault_id, at_ms, endpoint, kind, tokens, session_id) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(vault_id, now_ms, e.endpoint, e.kind, e.tokens, e.session_id) for e in events],
-            )
-        )
+        meter = self._usage_meter()
+        rows = [(vault_id, now_ms, e.endpoint, e.kind, e.tokens, e.session_id) for e in events]
+        with meter.lock:
+            meter.rows.extend(rows)
+            full = len(meter.rows) >= limits.USAGE_WAITING_MAX
+        if full:
+            self.flush_usage()
+
+    def usage_waiting(self) -> int:
+        """How many usage events wait in memory to be written."""
+        return len(self._usage_meter().rows)
+
+    def flush_usage(self) -> int:
+        """Write the usage events waiting in memory, in one transaction: how many. When the
+        write fails they wait for the next flush (in their order) and the error is raised."""
+        meter = self._usage_meter()
+        with meter.flushing:  # one flush at a time: events are written in their order
+            with meter.lock:
+                rows, meter.rows = meter.rows, []
+            if not rows:
+                return 0
+            try:
+                self._write(
+                    lambda tx: tx.many(
+                        "INSERT INTO usage_events (vault_id, at_ms, endpoint, kind, tokens, "
+                        "session_id) VALUES (?, ?, ?, ?, ?, ?)",
+                        rows,
+                    )
+                )
+            except BaseException:
+                with meter.lock:
+                    meter.rows[:0] = rows
+                raise
+            return len(rows)
+
+    def _usage_meter(self) -> _UsageMeter:
+        meter: _UsageMeter | None = self.__dict__.get("_usage")
+        if meter is None:
+            with _METERS:
+                meter = self.__dict__.setdefault("_usage", _UsageMeter())
+        assert meter is not None
+        return meter
 
     # --- the server's reflector (store/reflector.py) -------------------------------------
 
@@ -531,6 +584,10 @@ class Store(ABC):
         return self._write(lambda tx: reflector.enable(tx, vault_id, enabled))
 
     def usage(self, vault_id: str, from_ms: int, to_ms: int) -> list[UsageLine]:
+        """The vault's metered tokens in the period: what waits in memory is written first,
+        so a read counts every event this server metered."""
+        self.flush_usage()
+
         def work(tx: Tx) -> list[Row]:
             text = tx.bytewise
             return tx.all(
