@@ -37,10 +37,12 @@ def assert_same_as_fts(data: Vaults, rng: random.Random, vaults: list[str]) -> N
         assert {data.owner[h.memory.id] for h in found} <= {vault}
 
 
+@pytest.mark.parametrize("merge_from", [lexical._MERGE_FROM, 100])  # 100: tails merge often
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_index_ranks_exactly_as_fts5_through_every_kind_of_change(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, merge_from: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(lexical, "_MERGE_FROM", merge_from)
     path, rng = tmp_path / "vault.sqlite3", random.Random(seed)
     store = SQLiteStore(path, bm25=FTS5_BM25)
     data = Vaults(store, seed)

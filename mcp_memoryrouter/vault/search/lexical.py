@@ -3,16 +3,28 @@
 FTS5 ranks with ``bm25()`` by calling back into the auxiliary-function API for every
 matching row, so a common word costs a millisecond per thousand matches (20-30 ms over
 the 12k matches of a 100k-memory vault), and its k1 and b are fixed. Here the postings of
-each query token are scored in one vectorised step instead, with FTS5's formula (every
+each query token are scored in vectorised steps instead, with FTS5's formula (every
 column weight 1, IDF floored at 1e-6), its operation order and its (score, seq) order.
 
 The corpus statistics are the searched vault's own: its live rows, their average length,
-and how many of them hold each token (the token's postings among the vault's rows, which
-scoring reads anyway). Another vault's memories never change a ranking or a score, so
-scores reveal nothing about what other vaults hold. With :data:`FTS5_BM25` the rows and
-the scores are to the last bit those of FTS5's ``bm25()`` over a table of the vault's
-memories alone (a test compares both on random vaults, deletes included). The store
-ranks with :data:`BM25`, which normalises length less.
+and how many of them hold each token. Another vault's memories never change a ranking or
+a score, so scores reveal nothing about what other vaults hold. With :data:`FTS5_BM25` the
+rows and the scores are to the last bit those of FTS5's ``bm25()`` over a table of the
+vault's memories alone (a test compares both on random vaults, deletes included). The
+store ranks with :data:`BM25`, which normalises length less.
+
+Each vault's postings are a compact segment (:mod:`.postings`) and a tail of recent writes,
+merged into a new segment once the tail holds a quarter of the segment. A token's count in
+the vault is its postings' length less the vault's dead rows among them, found by binary
+search while those are few: no pass over a common word's postings.
+
+**Pruning (MaxScore).** Each token's contribution to any row is at most its bound, IDF times
+the saturation of its largest count in the shortest row. Tokens are taken by bound, highest
+(rarest) first; the rows holding the ones taken so far are the candidates, scored in full
+(the other tokens' postings probed by binary search). Once the k-th best candidate scores
+more than the bounds of the tokens not taken add up to, no other row can reach the top k, so
+the answer is exact; a common word then costs a probe per candidate, not a pass over its
+postings. :attr:`LexicalIndex.scored` counts the postings read.
 
 Tokens come from FTS5's own tokenizer (the store tokenizes with an in-memory FTS5
 table), so this module never stems or splits text itself. Deleted rows stay in the
@@ -24,16 +36,19 @@ from __future__ import annotations
 
 import math
 import threading
-from array import array
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import pairwise
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search.postings import Part, Segment, Tail
 from mcp_memoryrouter.vault.search.rowtable import IndexRow, RowTable
+
+Rows = npt.NDArray[np.integer[Any]]  # positions in the row table
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,11 @@ FTS5_BM25 = Bm25(1.2, 0.75)  # what FTS5's bm25() uses (and Lucene's default)
 # and a turn is not less relevant for being long, so length is normalised less than FTS5 does.
 BM25 = Bm25(0.9, 0.3)
 _COMPACT_FROM = 4096  # dead positions tolerated before a compaction is considered
+_MERGE_FROM = 65_536  # tail postings tolerated before a merge is considered
+_MERGE_SHARE = 4  # ... and the tail merges once it holds a quarter of the segment's postings
+_SLACK = 1e-9  # relative: what rounding may add to a sum of bounds
+_UNFILTERED = SearchFilter()
+_PROBE_SHARE = 16  # dead rows counted by binary search while 16 of them cost less than a pass
 
 
 @dataclass(frozen=True)
@@ -63,52 +83,86 @@ class LexicalDoc:
         return sum(self.counts.values())
 
 
+@dataclass
+class _Vault:
+    """One vault's postings and statistics (BM25's N and total length)."""
+
+    segment: Segment = field(default_factory=Segment.empty)
+    tail: Tail = field(default_factory=Tail)
+    dead: list[int] = field(default_factory=list)  # positions deleted since the last compaction
+    rows: int = 0
+    tokens: int = 0
+
+    def parts(self, token: str) -> tuple[list[Part], int]:
+        """The token's postings (segment, then tail) and its largest count."""
+        parts, peak = [], 0
+        for found in (self.segment.postings(token), self.tail.part(token)):
+            if found is not None:
+                parts.append(found[0])
+                peak = max(peak, found[1])
+        return parts, peak
+
+    def merge_if_due(self) -> None:
+        if self.tail.size > max(_MERGE_FROM, len(self.segment) // _MERGE_SHARE):
+            self.segment, self.tail = self.segment.merged(self.tail), Tail()
+
+
+@dataclass(frozen=True)
+class _Term:
+    parts: list[Part]
+    hits: int  # the vault's live rows that hold the token
+    dead: bool  # whether some of the postings are dead rows
+    idf: float
+    bound: float  # no row gains more than this from one occurrence of the token in the query
+
+
 class LexicalIndex:
     def __init__(self, params: Bm25 = BM25) -> None:
         self.params = params
         self._lock = threading.Lock()
         self._rows = RowTable()
-        self._length = np.zeros(self._rows.capacity, dtype=np.float64)
-        self._ids: dict[str, int] = {}  # token -> id
-        self._postings: list[tuple[array[int], array[int]]] = []  # by id: positions, counts
-        # by vault code: live rows, and tokens over them (BM25's N and average length)
-        self._vault_rows: dict[int, int] = {}
-        self._vault_tokens: dict[int, int] = {}
+        self._length = np.zeros(self._rows.capacity, dtype=np.uint32)
+        self._vaults: dict[int, _Vault] = {}  # by vault code
+        self.scored = 0  # postings read to score, over every search so far
+        self._buffer = np.zeros(0, dtype=np.float64)
+        self._marks = np.zeros(0, dtype=np.bool_)
 
     def __len__(self) -> int:
         return self._rows.live
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of postings and per-row arrays (the row table's ``where`` dict aside)."""
+        rows = sum(c.nbytes for c in self._rows.columns.values()) + self._length.nbytes
+        return rows + sum(v.segment.nbytes + v.tail.nbytes for v in self._vaults.values())
+
     def add(self, docs: Iterable[LexicalDoc]) -> None:
         with self._lock:
-            for doc in docs:
-                self._add(doc)
+            touched = {id(v): v for v in (self._add(doc) for doc in docs)}
+            for vault in touched.values():
+                vault.merge_if_due()
 
-    def _add(self, doc: LexicalDoc) -> None:
+    def _add(self, doc: LexicalDoc) -> _Vault:
         table = self._rows
         self._drop(doc.row.seq)
         if table.reserve(table.size + 1):
-            self._length = np.resize(self._length, table.capacity)
+            grown = np.zeros(table.capacity, dtype=np.uint32)
+            grown[: self._length.size] = self._length
+            self._length = grown
         position = table.put(doc.row)
         self._length[position] = doc.length
-        for token, count in doc.counts.items():
-            at = self._id(token)
-            self._postings[at][0].append(position)
-            self._postings[at][1].append(count)
-        self._count(position, 1)
+        vault = self._vault_at(position)
+        vault.tail.add(position, doc.counts.items())
+        vault.rows += 1
+        vault.tokens += doc.length
+        return vault
 
-    def _count(self, position: int, sign: int) -> None:
-        """Count the row at ``position`` in (1) or out of (-1) its vault's statistics."""
+    def _vault_at(self, position: int) -> _Vault:
         code = int(self._rows.columns["vault"][position])
-        self._vault_rows[code] = self._vault_rows.get(code, 0) + sign
-        tokens = self._vault_tokens.get(code, 0) + sign * int(self._length[position])
-        self._vault_tokens[code] = tokens
-
-    def _id(self, token: str) -> int:
-        at = self._ids.get(token)
-        if at is None:
-            at = self._ids[token] = len(self._postings)
-            self._postings.append((array("i"), array("I")))
-        return at
+        vault = self._vaults.get(code)
+        if vault is None:
+            vault = self._vaults[code] = _Vault()
+        return vault
 
     def remove(self, seqs: Iterable[int]) -> None:
         with self._lock:
@@ -120,7 +174,10 @@ class LexicalIndex:
     def _drop(self, seq: int) -> None:
         position = self._rows.drop(seq)
         if position is not None:
-            self._count(position, -1)
+            vault = self._vault_at(position)
+            vault.rows -= 1
+            vault.tokens -= int(self._length[position])
+            vault.dead.append(position)
 
     def _compact(self) -> None:
         """Rebuild on the live rows only (caller holds the lock); vault codes stay."""
@@ -128,19 +185,13 @@ class LexicalIndex:
         alive = np.flatnonzero(rows.columns["alive"][: rows.size])
         moved = np.full(rows.size, -1, dtype=np.int64)
         moved[alive] = np.arange(alive.size)
-        postings = []
-        for positions, counts in self._postings:
-            target = moved[np.frombuffer(positions, dtype=np.int32)]
-            keep = target >= 0
-            kept_counts = np.frombuffer(counts, dtype=np.uint32)[keep]
-            postings.append(
-                (
-                    array("i", target[keep].astype(np.int32).tobytes()),
-                    array("I", kept_counts.tobytes()),
-                )
-            )
-        self._postings = postings
-        length = np.zeros(max(1024, alive.size), dtype=np.float64)
+        for code, vault in list(self._vaults.items()):
+            if not vault.rows:
+                del self._vaults[code]
+                continue
+            vault.segment = vault.segment.merged(vault.tail).moved(moved)
+            vault.tail, vault.dead = Tail(), []
+        length = np.zeros(max(1024, alive.size), dtype=np.uint32)
         length[: alive.size] = self._length[alive]
         self._rows, self._length = rows.compacted(alive), length
 
@@ -150,38 +201,52 @@ class LexicalIndex:
             seqs = self._rows.columns["seq"][positions].tolist()
         self.remove(seqs)
 
+    def _vault(self, vault: str) -> _Vault | None:
+        code = self._rows.code_of(vault)
+        return None if code is None else self._vaults.get(code)
+
     def doc_freqs(self, vault: str, tokens: Iterable[str]) -> tuple[dict[str, int], int]:
         """How many of the vault's memories hold each token, and how many it holds."""
         with self._lock:
-            rows = self._rows.in_vault(vault)
-            if rows is None:
+            state = self._vault(vault)
+            if state is None:
                 return {}, 0
-            freqs = {token: self._postings_in(token, rows)[2] for token in tokens}
-            return freqs, self._totals(vault)[0]
+            freqs = {}
+            for token in tokens:
+                term = self._term(state, token)
+                freqs[token] = 0 if term is None else term.hits
+            return freqs, state.rows
 
-    def _totals(self, vault: str) -> tuple[int, int]:
-        """The vault's live rows, and the tokens they hold."""
-        code = self._rows.code_of(vault)
-        if code is None:
-            return 0, 0
-        return self._vault_rows.get(code, 0), self._vault_tokens.get(code, 0)
+    def _term(self, vault: _Vault, token: str) -> _Term | None:
+        """The token's postings in the vault and its statistics; None when no live row of
+        the vault holds it."""
+        parts, peak = vault.parts(token)
+        dead = self._dead_among(vault, parts)
+        hits = sum(p.size for p, _ in parts) - dead
+        if not hits:
+            return None
+        idf = math.log((vault.rows - hits + 0.5) / (hits + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        k1, b = self.params.k1, self.params.b
+        # BM25's saturation grows with the count and falls with the row's length (>= 0)
+        bound = idf * (peak * (k1 + 1.0)) / (peak + k1 * (1 - b))
+        return _Term(parts, hits, dead > 0, idf, bound)
 
-    def _postings_in(
-        self, token: str | None, rows: npt.NDArray[np.bool_]
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32], int]:
-        """The token's postings (positions, counts) among ``rows`` (a mask over positions),
-        and how many there are: O(the token's postings)."""
-        known = None if token is None else self._ids.get(token)
-        if known is None:
-            return _NO_POSITIONS, _NO_COUNTS, 0
-        positions, counts = self._postings[known]
-        at = np.frombuffer(positions, dtype=np.int32)
-        freq = np.frombuffer(counts, dtype=np.uint32)
-        mine = rows[at]
-        hits = int(np.count_nonzero(mine))
-        if hits == at.size:  # copies: a view left alive would stop the arrays from growing
-            return at.copy(), freq.copy(), hits
-        return at[mine], freq[mine], hits
+    def _dead_among(self, vault: _Vault, parts: list[Part]) -> int:
+        """How many of the postings are dead rows: O(min(postings, dead * log postings))."""
+        if not vault.dead or not parts:
+            return 0
+        total = sum(p.size for p, _ in parts)
+        if len(vault.dead) * _PROBE_SHARE >= total:
+            alive = self._rows.columns["alive"]
+            return total - sum(int(np.count_nonzero(alive[p])) for p, _ in parts)
+        dead = np.array(vault.dead, dtype=np.int32)
+        found = 0
+        for positions, _ in parts:
+            at = np.minimum(np.searchsorted(positions, dead), positions.size - 1)
+            found += int(np.count_nonzero(positions[at] == dead))
+        return found
 
     def search(
         self, vault: str, tokens: Sequence[str | None], k: int, where: SearchFilter
@@ -191,47 +256,141 @@ class LexicalIndex:
         (None for a word without a token); a token given twice counts twice, as in FTS5.
         The statistics are the vault's, whatever the filter."""
         with self._lock:
-            in_vault, (rows, total) = self._rows.in_vault(vault), self._totals(vault)
-            if in_vault is None or rows == 0:
+            state = self._vault(vault)
+            if state is None or state.rows == 0 or k <= 0:
                 return []
-            scores = self._scores(in_vault, rows, total / rows, tokens)
-            return self._best(scores, self._rows.passing(in_vault, where), k)
+            terms: dict[str, _Term] = {}
+            for token in dict.fromkeys(t for t in tokens if t is not None):
+                term = self._term(state, token)
+                if term is not None:
+                    terms[token] = term
+            if not terms:
+                return []
+            query = [t for t in tokens if t is not None and t in terms]
+            return self._top(terms, query, state.tokens / state.rows, k, where)
 
-    def _scores(
+    def _top(
         self,
-        in_vault: npt.NDArray[np.bool_],
-        rows: int,
+        terms: dict[str, _Term],
+        query: list[str],
         average: float,
-        tokens: Sequence[str | None],
-    ) -> npt.NDArray[np.float64]:
-        """BM25 over the vault's own statistics: ``rows`` live rows of ``average`` length."""
-        k1, b = self.params.k1, self.params.b
-        scores = np.zeros(self._rows.size, dtype=np.float64)
-        for token in tokens:
-            at, counts, hits = self._postings_in(token, in_vault)
-            if not hits:
+        k: int,
+        where: SearchFilter,
+    ) -> list[tuple[int, float]]:
+        """MaxScore: take tokens by bound until the k-th best candidate beats what the rest
+        could add to a row that holds none of the tokens taken; then score the candidates
+        exactly, token by token in the query's order as FTS5 adds them."""
+        times = Counter(query)
+        ranked = sorted(terms, key=lambda t: -terms[t].bound * times[t])
+        rest = [0.0] * (len(ranked) + 1)
+        for j in range(len(ranked) - 1, -1, -1):
+            rest[j] = rest[j + 1] + terms[ranked[j]].bound * times[ranked[j]]
+        buffer = self._partial()  # a float per position, zero outside a search
+        new_rows: list[Rows] = []
+        taken: dict[str, tuple[Rows, npt.NDArray[np.float64]]] = {}
+        try:
+            for j, token in enumerate(ranked, start=1):
+                at, gain = taken[token] = self._gains(terms[token], average, where)
+                new_rows.append(at[buffer[at] == 0.0])  # every gain is > 0
+                self.scored += sum(p.size for p, _ in terms[token].parts)
+                if j == len(ranked):
+                    break
+                buffer[at] += gain * times[token]
+                reach = sum(r.size for r in new_rows)
+                if reach >= k and rest[0] - rest[j] > rest[j]:  # else the test cannot pass
+                    # partial sums are at most the full ones: the k-th is a floor for the k-th
+                    sums = buffer[np.concatenate(new_rows)]
+                    if np.partition(sums, reach - k)[reach - k] > rest[j] * (1.0 + _SLACK):
+                        break
+            found = np.concatenate(new_rows)
+            buffer[found] = 0.0
+            self._marks[found] = True
+            for token in query:  # FTS5's order of addition: the same doubles
+                if token in taken:
+                    at, gain = taken[token]
+                else:
+                    at, gain = self._probe(found, terms[token], average)
+                buffer[at] += gain
+            scores = buffer[found]
+        finally:
+            for rows in new_rows:
+                buffer[rows] = 0.0
+                self._marks[rows] = False
+        return self._best(found, scores, k)
+
+    def _partial(self) -> npt.NDArray[np.float64]:
+        """A zeroed buffer of a float per position, kept between searches (under the lock),
+        and beside it :attr:`_marks` (False throughout outside a search)."""
+        if self._buffer.size < self._rows.size:
+            self._buffer = np.zeros(self._rows.capacity, dtype=np.float64)
+            self._marks = np.zeros(self._rows.capacity, dtype=np.bool_)
+        return self._buffer
+
+    def _gains(
+        self, term: _Term, average: float, where: SearchFilter
+    ) -> tuple[Rows, npt.NDArray[np.float64]]:
+        """The live rows passing the filter that hold the token, and what it adds to each."""
+        if len(term.parts) == 1:
+            at, counts = term.parts[0]
+        else:
+            at = np.concatenate([p for p, _ in term.parts])
+            counts = np.concatenate([c for _, c in term.parts])
+        if term.dead:
+            keep = self._rows.columns["alive"][at]
+            at, counts = at[keep], counts[keep]
+        if where != _UNFILTERED:
+            keep = self._rows.passing_at(at, where)
+            at, counts = at[keep], counts[keep]
+        return at, self._gain(term, counts, at, average)
+
+    def _probe(
+        self, found: Rows, term: _Term, average: float
+    ) -> tuple[Rows, npt.NDArray[np.float64]]:
+        """The rows at ``found`` (marked in :attr:`_marks`) that hold the token, and what it
+        adds to each: a pass over the token's postings while that is cheaper than a binary
+        search per row, else the binary searches."""
+        rows, gains = [], []
+        for positions, counts in term.parts:
+            if positions.size < found.size * _PROBE_SHARE:
+                hit = self._marks[positions]
+                rows.append(positions[hit])
+                gains.append(self._gain(term, counts[hit], rows[-1], average))
+                self.scored += positions.size
                 continue
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
-            freq = counts.astype(np.float64)
-            size = self._length[at]
-            # FTS5's own expression and order of operations: the same doubles
-            denominator = freq + k1 * (1 - b + b * size / average)
-            scores[at] += idf * ((freq * (k1 + 1.0)) / denominator)
-        return scores
+            at = np.minimum(np.searchsorted(positions, found), positions.size - 1)
+            hit = positions[at] == found
+            rows.append(found[hit])
+            gains.append(self._gain(term, counts[at[hit]], found[hit], average))
+            self.scored += found.size
+        if len(rows) == 1:
+            return rows[0], gains[0]
+        return np.concatenate(rows), np.concatenate(gains)
+
+    def _gain(
+        self,
+        term: _Term,
+        counts: npt.NDArray[np.unsignedinteger[Any]],
+        at: Rows,
+        average: float,
+    ) -> npt.NDArray[np.float64]:
+        k1, b = self.params.k1, self.params.b
+        freq = counts.astype(np.float64)
+        size = self._length[at].astype(np.float64)
+        # FTS5's own expression and order of operations: the same doubles
+        denominator = freq + k1 * (1 - b + b * size / average)
+        gain: npt.NDArray[np.float64] = term.idf * ((freq * (k1 + 1.0)) / denominator)
+        return gain
 
     def _best(
-        self, scores: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_], k: int
+        self, found: Rows, scores: npt.NDArray[np.float64], k: int
     ) -> list[tuple[int, float]]:
-        seqs = self._rows.columns["seq"][: self._rows.size]
-        found = np.flatnonzero(mask & (scores > 0.0))
+        seqs = self._rows.columns["seq"][found]
         if found.size > k:  # keep the k best, and every row tied with the k-th
-            floor = np.partition(scores[found], found.size - k)[found.size - k]
-            found = found[scores[found] >= floor]
-        order = np.lexsort((seqs[found], -scores[found]))[:k]
-        best = found[order]
-        return list(zip(seqs[best].tolist(), scores[best].tolist(), strict=True))
+            floor = np.partition(scores, found.size - k)[found.size - k]
+            kept = scores >= floor
+            seqs, scores = seqs[kept], scores[kept]
+        order = np.lexsort((seqs, -scores))[:k]
+        return list(zip(seqs[order].tolist(), scores[order].tolist(), strict=True))
 
     @classmethod
     def bulk(
@@ -247,36 +406,40 @@ class LexicalIndex:
         for row in rows:
             table.reserve(table.size + 1)
             table.put(row)
-        ids = index._ids
+        ids: dict[str, int] = {}
         token_chunks, seq_chunks = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         for chunk in occurrences:
             token_chunks.append(
                 np.fromiter((ids.setdefault(t, len(ids)) for t, _ in chunk), np.int64, len(chunk))
             )
             seq_chunks.append(np.fromiter((seq for _, seq in chunk), np.int64, len(chunk)))
-        token_ids = np.concatenate(token_chunks)
-        ordered = table.columns["seq"][: table.size]
-        where = np.searchsorted(ordered, np.concatenate(seq_chunks))
-        n = max(table.size, 1)
-        pairs, counts = np.unique(token_ids * n + where, return_counts=True)  # by token, then row
-        token_of, position_of = pairs // n, pairs % n
+        tokens = sorted(ids)
+        rank = np.zeros(len(ids), dtype=np.int64)
+        rank[[ids[t] for t in tokens]] = np.arange(len(tokens))
+        del ids
+        where = np.searchsorted(table.columns["seq"][: table.size], np.concatenate(seq_chunks))
         lengths = np.bincount(where, minlength=table.size)
-        index._length = np.zeros(table.capacity, dtype=np.float64)
+        index._length = np.zeros(table.capacity, dtype=np.uint32)
         index._length[: table.size] = lengths
-        bounds = np.searchsorted(token_of, np.arange(len(ids) + 1))
-        positions32, counts32 = position_of.astype(np.int32), counts.astype(np.uint32)
-        index._postings = [
-            (array("i", positions32[a:b].tobytes()), array("I", counts32[a:b].tobytes()))
-            for a, b in pairwise(bounds)
-        ]
-        codes = table.columns["vault"][: table.size]
-        tokens_by = np.bincount(codes, weights=lengths, minlength=0).astype(np.int64)
+        codes = table.columns["vault"][: table.size].astype(np.int64)
+        n, v = max(table.size, 1), max(len(tokens), 1)
+        # by vault, then token (sorted), then position; the count of each (token, row) pair
+        keys = (codes[where] * v + rank[np.concatenate(token_chunks)]) * n + where
+        del token_chunks, seq_chunks, where
+        keys, counts = np.unique(keys, return_counts=True)
+        vault_of = keys // (v * n)
+        bounds = np.searchsorted(vault_of, np.arange(int(codes.max(initial=-1)) + 2))
+        for code in np.flatnonzero(np.diff(bounds)).tolist():
+            a, b = int(bounds[code]), int(bounds[code + 1])
+            token_of = (keys[a:b] // n) % v
+            present, local = np.unique(token_of, return_inverse=True)
+            segment = Segment.build(
+                [tokens[t] for t in present.tolist()], local, keys[a:b] % n, counts[a:b]
+            )
+            index._vaults[code] = _Vault(segment=segment)
+        tokens_by = np.bincount(codes, weights=lengths).astype(np.int64)
         for code, size in enumerate(np.bincount(codes).tolist()):
             if size:
-                index._vault_rows[code] = size
-                index._vault_tokens[code] = int(tokens_by[code])
+                vault = index._vaults.setdefault(code, _Vault())
+                vault.rows, vault.tokens = size, int(tokens_by[code])
         return index
-
-
-_NO_POSITIONS = np.zeros(0, dtype=np.int32)
-_NO_COUNTS = np.zeros(0, dtype=np.uint32)

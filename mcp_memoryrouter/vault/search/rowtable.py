@@ -151,18 +151,35 @@ class RowTable:
     def passing(self, rows: npt.NDArray[np.bool_], where: SearchFilter) -> npt.NDArray[np.bool_]:
         """``rows`` (a mask over the first ``size`` positions) narrowed to the filter, as a
         new mask."""
-        n, c = self.size, self.columns
         mask = rows.copy()
+        self._narrow(mask, slice(0, self.size), where)
+        return mask
+
+    def passing_at(
+        self, positions: npt.NDArray[np.integer[Any]], where: SearchFilter
+    ) -> npt.NDArray[np.bool_]:
+        """Which of ``positions`` pass the filter (their vault and liveness are not tested):
+        the cost of a few rows, not of the table."""
+        mask = np.ones(positions.size, dtype=np.bool_)
+        self._narrow(mask, positions, where)
+        return mask
+
+    def _narrow(
+        self,
+        mask: npt.NDArray[np.bool_],
+        at: slice | npt.NDArray[np.integer[Any]],
+        where: SearchFilter,
+    ) -> None:
+        c = self.columns
         if where.tiers is not None:
-            mask &= np.isin(c["tier"][:n], np.array(where.tiers, dtype=np.int8))
+            mask &= np.isin(c["tier"][at], np.array(where.tiers, dtype=np.int8))
         if where.min_importance is not None:
-            mask &= c["importance"][:n] >= where.min_importance
+            mask &= c["importance"][at] >= where.min_importance
         if where.session_id is not None:
             session = self._codes.get(where.session_id, -2)
-            mask &= (c["tier"][:n] > 1) | (c["session"][:n] == session)
+            mask &= (c["tier"][at] > 1) | (c["session"][at] == session)
         if where.window is not None:
-            mask &= (c["date_from"][:n] <= where.window[1]) & (c["date_to"][:n] >= where.window[0])
+            mask &= (c["date_from"][at] <= where.window[1]) & (c["date_to"][at] >= where.window[0])
         if where.writers is not None:  # rules/writers.py: unknown, or a current key in full
             keys = np.array([self._codes.get(k, -2) for k in where.writers], dtype=np.int32)
-            mask &= (c["writer"][:n] == -1) | np.isin(c["writer"][:n], keys)
-        return mask
+            mask &= (c["writer"][at] == -1) | np.isin(c["writer"][at], keys)

@@ -1,0 +1,212 @@
+"""The BM25 index at 100k and 1M memories, in-process: today's beside the previous one.
+
+    python bench/lexical_scale.py [--sizes 100000,1000000] [--queries 200] [--baseline REV]
+
+Generated chat lines (a log-normal length, median 12 words; a Zipf vocabulary that starts
+with "the", "i", "you", ... and grows with the corpus, ~120k tokens at 100k lines) are
+indexed by the code at ``--baseline`` (default: the commit before the segments) and by the
+working tree's, each in a process of its own (RSS is per process). Each prints: the
+resident bytes the index holds after a build (RSS after the build minus RSS before it,
+freed memory returned to the system first) and the peak during the build, the build time
+from (token, seq) pairs as the store's load reads them from FTS5, the time to load a
+snapshot where there is one, and the p50/p95 of a search as the store makes it (the
+vault's counts of each word, the common-word cut, then the 150 best) for questions of rare
+words, mixed ones, and common words only, with the postings read per search. The answers
+of both are compared: the same rows and scores, to the last bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import hashlib
+import importlib.util
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import code_version, p50, p95, table
+from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search import lexical
+from mcp_memoryrouter.vault.search.ranking import prune_common
+from mcp_memoryrouter.vault.search.rowtable import IndexRow
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "8497cf0"  # the commit before the segments: one array pair per token
+COMMON = (
+    "the i you to a and it is that of in for we my on this be with have was not but so what "
+    "me just do can are at about your if like will know get think no yes he she they it's "
+    "there out up one all how when would go or time been then from did had good really"
+).replace("'", " ")
+SYLLABLES = [s + v for s in "bdfgklmnprstvz" for v in "aeiou"]
+CHUNK = 65_536
+KINDS = ("rare", "mixed", "common")
+
+
+def word(rank: int, common: list[str]) -> str:
+    if rank < len(common):
+        return common[rank]
+    out, n = [], rank
+    while True:
+        out.append(SYLLABLES[n % len(SYLLABLES)])
+        n //= len(SYLLABLES)
+        if not n:
+            return "".join(out) + "x"  # never one of the common words
+
+
+def corpus(size: int, path: Path) -> None:
+    """Token ranks of ``size`` lines (flat) and each line's end, saved to ``path``."""
+    rng = np.random.default_rng(size)
+    vocabulary = int(40 * size**0.7)  # Heaps' law
+    weights = 1.0 / (np.arange(vocabulary) + 2.7)
+    lengths = np.clip(rng.lognormal(np.log(12), 0.8, size).astype(np.int64), 1, 200)
+    ranks = rng.choice(vocabulary, int(lengths.sum()), p=weights / weights.sum())
+    np.savez(path, ranks=ranks.astype(np.int32), ends=np.cumsum(lengths), vocabulary=vocabulary)
+
+
+def questions(vocabulary: int, count: int) -> dict[str, list[list[int]]]:
+    rng = np.random.default_rng(7)
+    common = len(COMMON.split())
+
+    def pick(low: int, high: int, n: int) -> list[int]:
+        return [int(r) for r in rng.integers(low, high, n)]
+
+    return {
+        "rare": [pick(2_000, vocabulary, 2) for _ in range(count)],
+        "mixed": [
+            pick(0, 40, 3) + pick(100, 2_000, 2) + pick(2_000, vocabulary, 1) for _ in range(count)
+        ],
+        "common": [pick(0, common, 5) for _ in range(count)],
+    }
+
+
+def rss() -> int:
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def baseline_module(rev: str) -> ModuleType:
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:mcp_memoryrouter/vault/search/lexical.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / "lexical_baseline.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("lexical_baseline", path)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules["lexical_baseline"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def child(which: str, corpus_path: Path, rev: str, count: int) -> dict[str, Any]:
+    module = baseline_module(rev) if which == "baseline" else lexical
+    data = np.load(corpus_path)
+    ranks, ends, vocabulary = data["ranks"], data["ends"], int(data["vocabulary"])
+    common = COMMON.split()
+    words = [word(r, common) for r in range(vocabulary)]
+    seqs = np.repeat(np.arange(1, ends.size + 1), np.diff(ends, prepend=0))
+    rows = (IndexRow(s, "v", 1, None, 0, 0, None) for s in range(1, ends.size + 1))
+
+    def pairs() -> Iterator[list[tuple[str, int]]]:
+        for a in range(0, ranks.size, CHUNK):
+            chunk = ranks[a : a + CHUNK].tolist()
+            yield [(words[r], s) for r, s in zip(chunk, seqs[a : a + CHUNK].tolist(), strict=True)]
+
+    gc.collect()
+    before, peak_before = rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.perf_counter()
+    index = module.LexicalIndex.bulk(rows, pairs(), module.BM25)
+    built = time.perf_counter() - start
+    gc.collect()
+    held = rss() - before
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - max(before, peak_before)
+    out: dict[str, Any] = {"held": held, "peak": max(peak, held), "build": built}
+    out.update(searches(index, questions(vocabulary, count), words))
+    return out
+
+
+def searches(index: Any, asked: dict[str, list[list[int]]], words: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    digest = hashlib.sha256()
+    for kind in KINDS:
+        times, scored = [], []
+        for ranks in asked[kind]:
+            terms = [words[r] for r in ranks]
+            before = getattr(index, "scored", 0)
+            start = time.perf_counter()
+            kept = prune_common(terms, *index.doc_freqs("v", terms))
+            found = index.search("v", kept, 150, SearchFilter())
+            times.append((time.perf_counter() - start) * 1000)
+            scored.append(getattr(index, "scored", 0) - before)
+            digest.update(repr(found).encode())
+        out[kind] = [p50(times), p95(times), p50([float(s) for s in scored])]
+    out["answers"] = digest.hexdigest()
+    return out
+
+
+def run(which: str, corpus_path: Path, rev: str, count: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", which, "--corpus", str(corpus_path)]
+    command += ["--baseline", rev, "--queries", str(count)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--baseline", default=BASELINE)
+    parser.add_argument("--child", choices=["baseline", "new"])
+    parser.add_argument("--corpus", type=Path)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.corpus, args.baseline, args.queries)))
+        return
+    print(f"code {code_version()}, baseline {args.baseline}, {args.queries} questions a kind")
+    mib = 1024 * 1024
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            path = Path(tmp) / f"corpus-{size}.npz"
+            corpus(size, path)
+            results = {w: run(w, path, args.baseline, args.queries) for w in ("baseline", "new")}
+            same = results["baseline"]["answers"] == results["new"]["answers"]
+            for which, r in results.items():
+                rows.append(
+                    [
+                        f"{size:,}",
+                        which,
+                        f"{r['held'] / mib:.0f}",
+                        f"{r['peak'] / mib:.0f}",
+                        f"{r['build']:.1f}",
+                        *(f"{r[k][0]:.1f} / {r[k][1]:.1f} ({r[k][2]:,.0f})" for k in KINDS),
+                        "yes" if same else "NO",
+                    ]
+                )
+            print(rows[-2], rows[-1], flush=True)
+    headers = ["memories", "index", "held MiB", "build peak MiB", "build s"]
+    headers += [f"{k} p50 / p95 ms (postings)" for k in KINDS] + ["same answers"]
+    print(table(headers, rows))
+
+
+if __name__ == "__main__":
+    main()
