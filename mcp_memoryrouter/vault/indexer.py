@@ -6,7 +6,8 @@ No write waits for its vectors. The worker notes the rows of each small write (a
 ``limits.READ_YOUR_WRITES_UNITS`` units, the newest of each vault kept) and the vault's next
 search embeds those still queued before its vector side (:meth:`EmbeddingWorker.catch_up`),
 so a fact just stored is found by meaning by the next search; the worker embeds the rest in
-batches across writes, gathering for a moment after it is woken. It also writes the usage
+batches across writes, gathering for a moment after it is woken (longer while a small write
+waits for its search). It also writes the usage
 events the store keeps in memory (``Store.flush_usage``), at least every
 ``limits.USAGE_FLUSH_SECONDS``, and once more when it stops."""
 
@@ -24,6 +25,9 @@ from mcp_memoryrouter.vault.store import Store
 log = logging.getLogger("mcp_memoryrouter.vault.indexer")
 BATCH = 64
 GATHER_SECONDS = 0.05  # after a wake, for the writes just behind it (one batch, one call)
+# ...or this long while a small write waits for its vault's next search to embed it (so
+# the two do not embed the same rows at once); unsearched, it is the worker's after that
+FRESH_SECONDS = 0.5
 IDLE_SECONDS = 5.0
 BACKOFF_SECONDS = 10.0
 
@@ -39,6 +43,7 @@ class EmbeddingWorker:
         # the newest small writes' rows per vault, (model, id), until a search embeds them
         self._fresh: dict[str, list[tuple[str, str]]] = {}
         self._fresh_lock = threading.Lock()
+        self._fresh_at = -FRESH_SECONDS  # when the last small write was noted (monotonic)
         self._flushed = time.monotonic()
 
     def start(self) -> None:
@@ -79,6 +84,7 @@ class EmbeddingWorker:
                 fresh = self._fresh.setdefault(vault_id, [])
                 fresh.extend((model, i) for i in ids)
                 del fresh[: -limits.READ_YOUR_WRITES_UNITS]
+                self._fresh_at = time.monotonic()
         self.wake()
 
     def catch_up(self, vault_id: str) -> int:
@@ -147,7 +153,8 @@ class EmbeddingWorker:
                 waiting = self._store.usage_waiting()
                 self._wake.wait(limits.USAGE_FLUSH_SECONDS if waiting else IDLE_SECONDS)
                 self._wake.clear()
-                self._stop.wait(GATHER_SECONDS)  # the writes just behind this one
+                fresh = time.monotonic() - self._fresh_at < FRESH_SECONDS
+                self._stop.wait(FRESH_SECONDS if fresh else GATHER_SECONDS)
 
     def _flush_usage(self, *, due: bool = False) -> None:
         """Write the metered usage waiting in memory (``due``: only when the last flush is
