@@ -19,6 +19,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -221,17 +222,23 @@ class OpenAICompatible:
     def model_id(self) -> str:
         return f"openai:{self.model}"
 
+    @cached_property
+    def _http(self) -> httpx2.Client:
+        """One client for the process's calls: its connections are kept alive, and making a
+        client (its TLS context) costs tens of milliseconds, more than a call to a service
+        on the same machine (docs/benchmarks.md, "Writes")."""
+        return httpx2.Client(transport=self.transport, timeout=60)
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            with httpx2.Client(transport=self.transport, timeout=60) as http:
-                response = http.post(
-                    self.base_url.rstrip("/") + "/v1/embeddings",
-                    json={"model": self.model, "input": list(texts)},
-                    headers=headers,
-                )
-                response.raise_for_status()
-                rows = sorted(response.json()["data"], key=lambda r: r["index"])
+            response = self._http.post(
+                self.base_url.rstrip("/") + "/v1/embeddings",
+                json={"model": self.model, "input": list(texts)},
+                headers=headers,
+            )
+            response.raise_for_status()
+            rows = sorted(response.json()["data"], key=lambda r: r["index"])
         except (httpx2.HTTPError, KeyError, ValueError) as exc:
             raise StoreUnavailable(f"the embedding service failed: {type(exc).__name__}") from exc
         return normalize(np.array([r["embedding"] for r in rows], dtype=np.float32))
