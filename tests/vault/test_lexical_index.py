@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 import random
+import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mcp_memoryrouter.vault.indexer import EmbeddingWorker
@@ -222,4 +225,49 @@ def test_a_failed_index_update_keeps_the_write_and_reloads_the_index(
     monkeypatch.undo()
     found = store.search_lexical("a", ["kiwi"], 5, SearchFilter())
     assert sorted(h.memory.id for h in found) == ["a-1", "a-2"]
+    store.close()
+
+
+def _segments_mapped(store: SQLiteStore) -> bool:
+    """Whether the index's postings are the saved ones, memory-mapped (read, not rebuilt)."""
+    index = store._lexical_index()
+    return all(isinstance(v.segment.positions, np.memmap) for v in index._vaults.values())
+
+
+def test_a_restart_reads_the_saved_index_and_catches_up_with_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_lexical, "SNAPSHOT_FROM", 0)
+    path, rng = tmp_path / "vault.sqlite3", random.Random(6)
+    store = SQLiteStore(path, bm25=FTS5_BM25, serving=True)
+    data = Vaults(store, 6)
+    for vault in ("a", "b"):
+        store.create_vault(vault, f"ref-{vault}", 0)
+    ids = data.raw("a", 150) + data.raw("b", 80)
+    assert_same_as_fts(data, rng, ["a", "b"])  # loaded from FTS5, then saved
+    assert not _segments_mapped(store)
+    store.close()
+
+    data.store = SQLiteStore(path)  # writes the saved index does not hold
+    data.raw("a", 40)
+    data.store.delete_ids("a", rng.sample(ids[:150], 30))
+    data.store.close()
+    store = data.store = SQLiteStore(path, bm25=FTS5_BM25, serving=True)
+    assert _segments_mapped(store)  # read back, then the rows added and deleted since
+    assert_same_as_fts(data, rng, ["a", "b"])
+    data.raw("b", 20)  # and it follows writes as before
+    assert_same_as_fts(data, rng, ["a", "b"])
+    store.close()  # saved again: it changed
+
+    with closing(sqlite3.connect(path)) as conn:
+        newest, vault = conn.execute(
+            "SELECT id, vault_id FROM memories ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+    data.store = SQLiteStore(path)  # the newest row deleted: its seq is given out again
+    data.store.delete_ids(vault, [newest])
+    data.raw(vault, 1)
+    data.store.close()
+    store = data.store = SQLiteStore(path, bm25=FTS5_BM25, serving=True)
+    assert not _segments_mapped(store)  # not trusted: loaded from FTS5
+    assert_same_as_fts(data, rng, ["a", "b"])
     store.close()

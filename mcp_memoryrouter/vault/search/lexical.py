@@ -124,6 +124,7 @@ class LexicalIndex:
         self._length = np.zeros(self._rows.capacity, dtype=np.uint32)
         self._vaults: dict[int, _Vault] = {}  # by vault code
         self.scored = 0  # postings read to score, over every search so far
+        self.changes = 0  # rows added or dropped so far
         self._buffer = np.zeros(0, dtype=np.float64)
         self._marks = np.zeros(0, dtype=np.bool_)
 
@@ -150,6 +151,7 @@ class LexicalIndex:
             grown[: self._length.size] = self._length
             self._length = grown
         position = table.put(doc.row)
+        self.changes += 1
         self._length[position] = doc.length
         vault = self._vault_at(position)
         vault.tail.add(position, doc.counts.items())
@@ -174,6 +176,7 @@ class LexicalIndex:
     def _drop(self, seq: int) -> None:
         position = self._rows.drop(seq)
         if position is not None:
+            self.changes += 1
             vault = self._vault_at(position)
             vault.rows -= 1
             vault.tokens -= int(self._length[position])
@@ -194,6 +197,13 @@ class LexicalIndex:
         length = np.zeros(max(1024, alive.size), dtype=np.uint32)
         length[: alive.size] = self._length[alive]
         self._rows, self._length = rows.compacted(alive), length
+
+    def seqs(self) -> npt.NDArray[np.int64]:
+        """The seqs of the rows held, in position order."""
+        with self._lock:
+            n, columns = self._rows.size, self._rows.columns
+            seqs: npt.NDArray[np.int64] = columns["seq"][:n][columns["alive"][:n]]
+            return seqs
 
     def remove_vault(self, vault: str) -> None:
         with self._lock:
@@ -384,11 +394,11 @@ class LexicalIndex:
     def _best(
         self, found: Rows, scores: npt.NDArray[np.float64], k: int
     ) -> list[tuple[int, float]]:
-        seqs = self._rows.columns["seq"][found]
         if found.size > k:  # keep the k best, and every row tied with the k-th
             floor = np.partition(scores, found.size - k)[found.size - k]
             kept = scores >= floor
-            seqs, scores = seqs[kept], scores[kept]
+            found, scores = found[kept], scores[kept]
+        seqs = self._rows.columns["seq"][found]
         order = np.lexsort((seqs, -scores))[:k]
         return list(zip(seqs[order].tolist(), scores[order].tolist(), strict=True))
 

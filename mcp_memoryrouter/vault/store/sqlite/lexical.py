@@ -8,15 +8,26 @@ tokens come from FTS5 itself, and a change log kept by triggers keeps it in step
   deleted memory's seq to a temporary table, inside the writing transaction: a rollback
   takes its log entries with it, and no write path can forget to tell the index. The
   store applies the log after each commit, still holding the writer lock.
+- **Snapshot.** A serving store saves a large index beside the database
+  (:mod:`...search.lexical_snapshot`) after loading it and when it closes. A start reads
+  it back when the row that had the largest seq then is still there, unchanged (seqs only
+  grow while it stands, so no seq the snapshot holds was given to another memory), then
+  drops the rows deleted since and tokenizes the rows added since: the same index as a
+  load from FTS5, without reading every token occurrence of the vault.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
 
 from mcp_memoryrouter.db.sqlite import in_memory
+from mcp_memoryrouter.vault.search import lexical_snapshot
 from mcp_memoryrouter.vault.search.lexical import Bm25, LexicalDoc, LexicalIndex
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.store.sql import writer_sql
@@ -36,6 +47,10 @@ END;
 
 _ROW = f"seq, vault_id, tier, importance, date_from, date_to, session_id, {writer_sql()}"
 _CHUNK = 500
+SNAPSHOT_FROM = 10_000  # rows: a smaller index loads from FTS5 in well under a second
+_TOP = "SELECT seq, id, created_ms FROM memories ORDER BY seq DESC LIMIT 1"
+
+log = logging.getLogger(__name__)
 
 
 class Tokenizer:
@@ -98,6 +113,65 @@ def load_index(conn: sqlite3.Connection, params: Bm25) -> LexicalIndex:
     rows = (IndexRow(*r) for r in conn.execute(f"SELECT {_ROW} FROM memories ORDER BY seq"))
     cursor = conn.cursor().execute("SELECT term, doc FROM temp.memories_instances")
     return LexicalIndex.bulk(rows, iter(lambda: cursor.fetchmany(65_536), []), params)
+
+
+def open_index(
+    conn: sqlite3.Connection, params: Bm25, tokens: Tokenizer, saved: Path | None
+) -> LexicalIndex:
+    """The index of every memory: from the snapshot at ``saved`` brought up to date when it
+    can be, else from the on-disk FTS5 index (then saved, when large). The caller holds the
+    writer lock."""
+    if saved is not None:
+        index = _restored(conn, params, tokens, saved)
+        if index is not None:
+            return index
+    index = load_index(conn, params)
+    if saved is not None:
+        save_index(conn, index, saved)
+    return index
+
+
+def save_index(conn: sqlite3.Connection, index: LexicalIndex, saved: Path) -> None:
+    """Save a large index beside the database (under the writer lock: nothing changes)."""
+    if len(index) < SNAPSHOT_FROM:
+        return
+    top = conn.execute(_TOP).fetchone()
+    meta = {"tokenize": TOKENIZE, "top": None if top is None else list(top)}
+    try:
+        lexical_snapshot.save(index, saved, meta)
+    except OSError as exc:  # the database stands; the next start loads from FTS5
+        log.warning("lexical index not saved: %s", type(exc).__name__)
+
+
+def _restored(
+    conn: sqlite3.Connection, params: Bm25, tokens: Tokenizer, saved: Path
+) -> LexicalIndex | None:
+    """The saved index with the rows deleted and added since; None when there is none, it
+    cannot be read, its newest row is gone or changed, or most rows are new."""
+    try:
+        loaded = lexical_snapshot.load(saved, params)
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("saved lexical index not read (%s): loading from FTS5", type(exc).__name__)
+        return None
+    if loaded is None:
+        return None
+    index, meta = loaded
+    top = conn.execute(_TOP).fetchone()
+    if meta.get("tokenize") != TOKENIZE or top is None or meta.get("top") is None:
+        return None
+    seq, memory_id, created = meta["top"]
+    row = conn.execute("SELECT id, created_ms FROM memories WHERE seq = ?", (seq,)).fetchone()
+    if row is None or tuple(row) != (memory_id, created):
+        return None  # the newest row was deleted: a seq it held may now be another memory's
+    now = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM memories")), np.int64)
+    held = index.seqs()
+    added = np.setdiff1d(now, held).tolist()
+    if len(added) * 2 > now.size:
+        return None
+    index.remove(np.setdiff1d(held, now).tolist())
+    for start in range(0, len(added), _CHUNK):
+        index.add(_docs(conn, added[start : start + _CHUNK], tokens))
+    return index
 
 
 def apply_log(conn: sqlite3.Connection, index: LexicalIndex | None, tokens: Tokenizer) -> None:

@@ -65,6 +65,7 @@ class SQLiteStore(Store):
         self._writer.executescript(lexical.CHANGE_LOG)
         self._lexicon: LexicalIndex | None = None
         self._lexicon_lock = threading.Lock()
+        self._lexicon_saved = 0  # the index's changes when it was last saved or loaded
         self._doc_tokens = lexical.Tokenizer()
         self._query_tokens = lexical.Tokenizer()
 
@@ -74,6 +75,7 @@ class SQLiteStore(Store):
             self._index(model, dim).warm()
 
     def close(self) -> None:
+        self._save_lexicon()
         with self._lock:
             for conn in [self._writer, *self._readers]:
                 conn.close()
@@ -169,10 +171,30 @@ class SQLiteStore(Store):
                     self._writer.execute("BEGIN")
                     try:
                         self._writer.execute("DELETE FROM temp.lexical_log")
-                        self._lexicon = lexical.load_index(self._writer, self._bm25)
+                        self._lexicon = lexical.open_index(
+                            self._writer, self._bm25, self._doc_tokens, self._lexical_saved()
+                        )
+                        self._lexicon_saved = self._lexicon.changes
                     finally:
                         self._writer.execute("COMMIT")
             return self._lexicon
+
+    def _lexical_saved(self) -> Path | None:
+        """Where a serving store keeps its large BM25 index between runs."""
+        if self._owner is None or self._path == ":memory:" or self._path.startswith("file:"):
+            return None
+        return Path(self._path + ".lexical")
+
+    def _save_lexicon(self) -> None:
+        """Save the BM25 index if it changed since it was loaded or saved (under the writer
+        lock: nothing commits meanwhile)."""
+        saved = self._lexical_saved()
+        with self._lock:
+            index = self._lexicon
+            if saved is None or index is None or index.changes == self._lexicon_saved:
+                return
+            lexical.save_index(self._writer, index, saved)
+            self._lexicon_saved = index.changes
 
     # --- vectors -----------------------------------------------------------------------
 
