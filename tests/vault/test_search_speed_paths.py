@@ -1,6 +1,7 @@
 """The fast search paths: the in-memory lexical index (with FTS5's parameters) and vector rows
-fetched by key answer exactly what the plain filtered queries answer; the projected scan of a
-large vector index rescores exactly and honours deletes and filters."""
+fetched by key answer exactly what the plain filtered queries answer; the search of a
+large vector index (int8 rows, inverted lists) scores within the int8 bound and honours
+deletes and filters."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy.typing as npt
 import pytest
 
 from mcp_memoryrouter.vault.rules.domain import NewRaw, SearchFilter
+from mcp_memoryrouter.vault.search.compact import quantisation_bound, quantise
 from mcp_memoryrouter.vault.search.lexical import FTS5_BM25
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 from mcp_memoryrouter.vault.search.vectors import VectorIndex, VectorQuery
@@ -168,26 +170,31 @@ def rows_of(vault: str, first: int, count: int, tier: int = 1) -> list[IndexRow]
     return [IndexRow(first + i, vault, tier, None, 0, 0, None) for i in range(count)]
 
 
-def test_a_large_index_scans_projections_and_rescores_the_best_exactly() -> None:
+def test_a_large_index_scores_int8_rows_within_their_bound_of_the_exact_cosines() -> None:
     vectors = clustered(3000, seed=1)
-    projected, exact = VectorIndex(64, approximate_from=1000), VectorIndex(64, 10**9)
-    for index in (projected, exact):
+    large, exact = VectorIndex(64, approximate_from=1000, exact_max=200), VectorIndex(64, 10**9)
+    for index in (large, exact):
         index.add(rows_of("v", 1, 3000), vectors)
+    large.warm()
+    assert large.compact and large.fitted and not exact.compact
     for n in range(20):
         query = vectors[n * 100]
-        found = projected.search("v", query, 10, SearchFilter())
+        found = large.search("v", query, 10, SearchFilter())
         assert found[0][0] == n * 100 + 1  # the row itself comes first
-        for seq, score in found:  # every returned score is the exact cosine
-            assert score == pytest.approx(float(vectors[seq - 1] @ query), abs=1e-5)
+        for seq, score in found:
+            _, scales = quantise(vectors[seq - 1 : seq])
+            bound = float(quantisation_bound(scales, query)[0])
+            assert abs(score - float(vectors[seq - 1] @ query)) <= bound
         best = {seq for seq, _ in exact.search("v", query, 10, SearchFilter())}
         assert len(best & {seq for seq, _ in found}) >= 9
 
 
-def test_the_projected_scan_never_returns_deleted_filtered_or_other_vault_rows() -> None:
+def test_the_lists_never_return_deleted_filtered_or_other_vault_rows() -> None:
     vectors = clustered(3000, seed=2)
-    index = VectorIndex(64, approximate_from=1000)
+    index = VectorIndex(64, approximate_from=1000, exact_max=100)
     index.add(rows_of("mine", 1, 2000) + rows_of("other", 2001, 1000), vectors)
     index.add(rows_of("mine", 3001, 500, tier=2), clustered(500, seed=3))
+    index.warm()
     query = vectors[10]
     assert index.search("mine", query, 5, SearchFilter())[0][0] == 11
     index.remove([11])
@@ -197,20 +204,21 @@ def test_the_projected_scan_never_returns_deleted_filtered_or_other_vault_rows()
     assert index.search("mine", query, 5, SearchFilter()) == []
 
 
-def test_rows_stored_after_the_projection_was_fitted_are_found() -> None:
-    index = VectorIndex(64, approximate_from=1000)
+def test_rows_stored_after_the_lists_were_fitted_are_found() -> None:
+    index = VectorIndex(64, approximate_from=1000, exact_max=100)
     index.add(rows_of("v", 1, 2000), clustered(2000, seed=4))
+    index.warm()
     fresh = clustered(1, seed=5)
     assert all(seq != 5000 for seq, _ in index.search("v", fresh[0], 10, SearchFilter()))
     index.add(rows_of("v", 5000, 1), fresh)
     assert index.search("v", fresh[0], 10, SearchFilter())[0][0] == 5000
 
 
-def test_warming_fits_the_projection_only_for_a_large_index() -> None:
+def test_warming_fits_lists_only_for_a_large_index() -> None:
     small, large = VectorIndex(64, approximate_from=1000), VectorIndex(64, approximate_from=1000)
     small.add(rows_of("v", 1, 500), clustered(500, seed=6))
     large.add(rows_of("v", 1, 2000), clustered(2000, seed=7))
     small.warm()
     large.warm()
-    assert small._basis is None  # exact scans only: nothing to fit
-    assert large._basis is not None  # fitted before any search
+    assert not small.fitted and not small.compact  # float32, exact scans: nothing to fit
+    assert large.fitted and large.compact  # fitted before any search

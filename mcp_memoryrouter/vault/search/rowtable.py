@@ -121,6 +121,28 @@ class RowTable:
         fresh.where = {seq: p for p, seq in enumerate(seqs) if fresh.columns["alive"][p]}
         return fresh
 
+    def saved(
+        self, positions: npt.NDArray[np.intp]
+    ) -> tuple[dict[str, npt.NDArray[Any]], list[str]]:
+        """The columns of the rows at ``positions`` (in that order) and the strings their
+        small ints stand for (index = code): what :meth:`restored` takes back."""
+        columns = {name: column[positions] for name, column in self.columns.items()}
+        return columns, list(self._codes)
+
+    @classmethod
+    def restored(
+        cls, columns: dict[str, npt.NDArray[Any]], strings: list[str], capacity: int
+    ) -> RowTable:
+        """A table of saved columns at positions 0, 1, ... (every row live)."""
+        size = len(columns["seq"])
+        table = cls(max(capacity, size))
+        for name in _COLUMNS:
+            table.columns[name][:size] = columns[name]
+        table.size = table.live = size
+        table._codes = {value: code for code, value in enumerate(strings)}
+        table.where = dict(zip(columns["seq"].tolist(), range(size), strict=True))
+        return table
+
     def vault_positions(self, vault: str) -> npt.NDArray[np.intp]:
         code = self._codes.get(vault)
         if code is None:

@@ -5,30 +5,38 @@ deleted; a search masks by vault, tier, importance, session and date window, the
 the survivors (cosine on unit vectors). Masking first keeps every filter exact at any
 selectivity, which an approximate graph index does not.
 
-Up to ``APPROXIMATE_FROM`` survivors every one is scored exactly. Beyond, the scan reads a
-copy of the vectors projected on their principal directions (a quarter of the dimensions,
-so a quarter of the memory a full scan streams), keeps the ``RESCORED`` x k best there and
-scores those exactly: returned scores are exact cosines; a true top-k row can be missed
-when its projection ranks it below the candidates (LoCoMo questions over LoCoMo turns,
-MiniLM: recall@10 99.4% with 80 candidates out of 5,882 rows).
+Below ``APPROXIMATE_FROM`` live rows the vectors are float32 and every survivor is scored
+exactly (LoCoMo and any vault of that size: the same scores as a plain scan). From there
+the rows are int8 with a scale per row (:mod:`.compact`, a quarter of the bytes, cosines
+within ~0.001) and an inverted file (:mod:`.ivf`) fitted on them, in a thread of its own,
+picks what to score: the survivors of the lists nearest the query, at least ``wanted``
+of them; a filter leaving no more than that is scanned whole. Until the lists are fitted
+every survivor is scanned.
+
+A large index can be saved and read back (:meth:`VectorIndex.state`, :meth:`restored`),
+rows in list order, so a restart reads a file instead of a million rows.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.vault.rules.date_words import date_words
 from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search.compact import Float32Rows, Int8Rows, Rows
+from mcp_memoryrouter.vault.search.ivf import SPILL, Lists
 from mcp_memoryrouter.vault.search.rowtable import IndexRow, RowTable
 
-APPROXIMATE_FROM = 20_000  # survivors from which the projected scan pays off
-RESCORED = 8  # candidates rescored exactly per wanted row
-_FIT_SAMPLE = 20_000  # rows the principal directions are computed from
+APPROXIMATE_FROM = 20_000  # live rows from which vectors are int8 and lists are fitted
+EXACT_MAX = 10_000  # survivors scanned whole, however large the index
+PROBED_LISTS = 10  # a search reads at least this many average lists' worth of rows
+Dense = Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float32]]
 
 
 def embedding_text(content: str, date_from: int, date_to: int, before: str | None = None) -> str:
@@ -55,43 +63,88 @@ class Pending:
     text: str
 
 
+@dataclass(frozen=True)
+class Saved:
+    """A large index as saved: live rows in list order, their int8 vectors, the lists."""
+
+    columns: dict[str, npt.NDArray[Any]]
+    strings: list[str]  # what the columns' small ints stand for
+    codes: npt.NDArray[np.int8]
+    scales: npt.NDArray[np.float32]
+    centroids: npt.NDArray[np.float32]
+    order: npt.NDArray[np.intp]  # the lists' entries (positions in this saved order)
+    offsets: npt.NDArray[np.int64]
+
+
 class VectorIndex:
-    def __init__(self, dim: int, approximate_from: int = APPROXIMATE_FROM) -> None:
+    def __init__(
+        self,
+        dim: int,
+        approximate_from: int = APPROXIMATE_FROM,
+        probed: int = PROBED_LISTS,
+        exact_max: int = EXACT_MAX,
+    ) -> None:
         self.dim = dim
-        self._approximate_from = approximate_from
+        self._approximate_from, self._probed, self._exact_max = approximate_from, probed, exact_max
         self._lock = threading.Lock()
         self._rows = RowTable()
-        self._matrix = np.zeros((self._rows.capacity, dim), dtype=np.float32)
-        self._basis: npt.NDArray[np.float32] | None = None  # dim x dim // 4, when fitted
-        self._projected = np.zeros((0, 0), dtype=np.float32)  # rows on the basis, once fitted
-        self._fitted_rows = 0
+        self._vectors: Rows = Float32Rows(self._rows.capacity, dim)
+        self._lists: Lists | None = None
+        self._fitting: threading.Thread | None = None
+        self.background = False  # fit lists in a thread of their own as the index grows
+        self.on_fitted: Callable[[], None] | None = None  # called after each fit
+        self.changes = 0  # rows added or dropped so far
+        self.saved_changes = 0  # ``changes`` when last saved (its owner's to keep)
 
     def __len__(self) -> int:
         return len(self._rows.where)
 
+    @property
+    def compact(self) -> bool:
+        return self._vectors.compact
+
+    @property
+    def fitted(self) -> bool:
+        return self._lists is not None
+
+    @property
+    def fitting(self) -> bool:
+        return self._fitting is not None
+
+    def nbytes(self) -> int:
+        """Bytes of the vectors, the lists and the row columns (not the seq dictionary)."""
+        columns = sum(int(c.nbytes) for c in self._rows.columns.values())
+        lists = self._lists.nbytes() if self._lists is not None else 0
+        return self._vectors.nbytes() + lists + columns
+
     def add(self, rows: Sequence[IndexRow], vectors: npt.NDArray[np.float32]) -> None:
         with self._lock:
             table = self._rows
+            for row in rows:  # a new vector for a row: a new position (positions never change)
+                if table.drop(row.seq) is not None:
+                    self.changes += 1
             if table.reserve(table.size + len(rows)):
-                self._matrix = np.resize(self._matrix, (table.capacity, self.dim))
-                if self._basis is not None:
-                    shape = (table.capacity, self._basis.shape[1])
-                    self._projected = np.resize(self._projected, shape)
-            positions = [table.put(row, table.where.get(row.seq)) for row in rows]
-            self._matrix[positions] = vectors
-            if self._basis is not None and positions:
-                self._projected[positions] = self._matrix[positions] @ self._basis
+                self._vectors.grow(table.capacity)
+            positions = np.array([table.put(row) for row in rows], dtype=np.intp)
+            self._vectors.put(positions, vectors)
+            self.changes += len(rows)
+            if self._lists is not None and positions.size:
+                self._lists.add(positions, np.asarray(vectors, dtype=np.float32))
+            if self._needs_fit() and self.background:
+                self._start_fit()
 
     def remove(self, seqs: Sequence[int]) -> None:
         with self._lock:
             for seq in seqs:
-                self._rows.drop(seq)
+                if self._rows.drop(seq) is not None:
+                    self.changes += 1
 
     def remove_vault(self, vault: str) -> None:
         with self._lock:
             table = self._rows
             for position in table.vault_positions(vault):
                 table.drop(int(table.columns["seq"][position]))
+                self.changes += 1
 
     def search(
         self, vault: str, query: npt.NDArray[np.float32], k: int, where: SearchFilter
@@ -101,54 +154,131 @@ class VectorIndex:
             mask = self._rows.mask(vault, where)
             if mask is None:
                 return []
-            n = self._rows.size
-            positions = np.flatnonzero(mask)
+            lists, wanted = self._lists, self._wanted(k)
+            if lists is not None and np.count_nonzero(mask) > wanted:
+                positions = lists.probe(query, mask, wanted)
+            else:  # small index, unfitted lists or a selective filter: every survivor
+                positions = np.flatnonzero(mask)
             if positions.size == 0:
                 return []
-            if positions.size >= max(self._approximate_from, k * RESCORED + 1) and self.dim >= 8:
-                positions = self._candidates(positions, query, k * RESCORED)
-                scores = self._matrix[positions] @ query
-            elif positions.size * 4 > n:  # broad filter: one product, no copy of the matrix
-                scores = (self._matrix[:n] @ query)[positions]
-            else:  # selective filter: score only the survivors
-                scores = self._matrix[positions] @ query
+            scores = self._vectors.scores(positions, query)
             seqs = self._rows.columns["seq"][positions]
         top = min(k, scores.size)
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.argsort(-scores[best])]
         return [(int(seqs[i]), float(scores[i])) for i in best]
 
+    def _wanted(self, k: int) -> int:
+        """Rows a search of a fitted index scores at least (caller holds the lock)."""
+        lists = self._lists
+        average = SPILL * self._rows.live / len(lists.centroids) if lists is not None else 0
+        return max(self._exact_max, 4 * k, int(self._probed * average))
+
+    # --- fitting -----------------------------------------------------------------------
+
     def warm(self) -> None:
-        """Fit the projection now if a search of every row would need it, so the first such
-        search does not (about a second at 100k rows, under the lock)."""
+        """Fit the lists now if the index needs them (a large index read row by row), so
+        searches do not scan every row meanwhile; returns when they are fitted."""
         with self._lock:
-            if self._rows.live >= self._approximate_from and self.dim >= 8:
-                self._fit()
+            if self._needs_fit():
+                self._start_fit()
+            fitting = self._fitting
+        if fitting is not None:
+            fitting.join()
 
-    def _candidates(
-        self, positions: npt.NDArray[np.intp], query: npt.NDArray[np.float32], count: int
-    ) -> npt.NDArray[np.intp]:
-        """The ``count`` positions whose projections score best (caller holds the lock)."""
-        basis = self._fit()
-        n = self._rows.size
-        if positions.size * 4 > n:
-            approximate = (self._projected[:n] @ (query @ basis))[positions]
-        else:
-            approximate = self._projected[positions] @ (query @ basis)
-        best: npt.NDArray[np.intp] = positions[np.argpartition(-approximate, count - 1)[:count]]
-        return best
+    def start(self) -> None:
+        """Fit lists in a thread of their own from now on as the index grows, and now if
+        it needs them."""
+        with self._lock:
+            self.background = True
+            if self._needs_fit():
+                self._start_fit()
 
-    def _fit(self) -> npt.NDArray[np.float32]:
-        """The principal directions of the stored vectors, refitted each time the index has
-        doubled since the last fit (caller holds the lock)."""
-        n = self._rows.size
-        if self._basis is not None and n < 2 * self._fitted_rows:
-            return self._basis
-        alive = np.flatnonzero(self._rows.columns["alive"][:n])
-        sample = self._matrix[alive[:: max(1, alive.size // _FIT_SAMPLE)]]
-        _, directions = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
-        basis = np.ascontiguousarray(directions[:, ::-1][:, : self.dim // 4], dtype=np.float32)
-        self._projected = np.zeros((self._rows.capacity, basis.shape[1]), dtype=np.float32)
-        self._projected[:n] = self._matrix[:n] @ basis
-        self._basis, self._fitted_rows = basis, n
-        return basis
+    def wait(self) -> None:
+        """Return once no fit is running."""
+        fitting = self._fitting
+        if fitting is not None:
+            fitting.join()
+
+    def _needs_fit(self) -> bool:
+        """Caller holds the lock; turns the vectors to int8 when the index has grown large."""
+        if self._fitting is not None or self._rows.live < self._approximate_from:
+            return False
+        if isinstance(self._vectors, Float32Rows):
+            self._vectors = Int8Rows.of(self._vectors, self._rows.size)
+        lists = self._lists
+        return lists is None or lists.tail_rows >= lists.rows  # doubled since the fit
+
+    def _start_fit(self) -> None:
+        """Fit lists of the rows so far in a thread; rows added meanwhile join them after
+        (caller holds the lock)."""
+        size = self._rows.size
+        alive = self._rows.columns["alive"][:size].copy()
+        dense = self._vectors.dense  # positions below ``size`` never change
+        thread = threading.Thread(
+            target=self._fit, args=(dense, alive), name="vector-lists", daemon=True
+        )
+        self._fitting = thread
+        thread.start()
+
+    def _fit(self, dense: Dense, alive: npt.NDArray[np.bool_]) -> None:
+        lists = None
+        try:
+            lists = Lists.fit(dense, alive)
+        finally:
+            with self._lock:
+                if lists is not None:
+                    later = self._rows.columns["alive"][alive.size : self._rows.size]
+                    positions = alive.size + np.flatnonzero(later)
+                    lists.add(positions, self._vectors.dense(positions))
+                    self._lists = lists
+                self._fitting = None
+        if self.on_fitted is not None:
+            self.on_fitted()
+
+    # --- saved form --------------------------------------------------------------------
+
+    def state(self) -> Callable[[], Saved] | None:
+        """How to read the index as saved (None when it is not large): the rows are chosen
+        under the lock, the vectors copied by the returned call, outside it."""
+        with self._lock:
+            lists, vectors = self._lists, self._vectors
+            if lists is None or not isinstance(vectors, Int8Rows):
+                return None
+            entries, labels = lists.labels()
+            live = self._rows.columns["alive"][entries]
+            entries, labels = entries[live], labels[live]
+            sort = np.lexsort((entries, labels))
+            entries, labels = entries[sort], labels[sort]
+            _, first = np.unique(entries, return_index=True)
+            positions = entries[np.sort(first)]  # each row beside its first list's others
+            columns, strings = self._rows.saved(positions)
+            codes, scales, centroids = vectors.codes, vectors.scales, lists.centroids
+
+        def read() -> Saved:
+            moved = np.full(int(positions.max()) + 1 if positions.size else 0, -1, np.intp)
+            moved[positions] = np.arange(positions.size)
+            counts = np.bincount(labels, minlength=len(centroids))
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            return Saved(
+                columns,
+                strings,
+                codes[positions],
+                scales[positions],
+                centroids,
+                moved[entries],
+                offsets,
+            )
+
+        return read
+
+    @classmethod
+    def restored(cls, saved: Saved) -> VectorIndex:
+        """The index of a saved state. Its arrays may hold more rows than saved (room to
+        grow): the columns say how many there are."""
+        size, dim = len(saved.columns["seq"]), saved.codes.shape[1]
+        index = cls(dim)
+        index._rows = RowTable.restored(saved.columns, saved.strings, len(saved.codes))
+        index._vectors = Int8Rows(saved.codes, saved.scales)
+        index._lists = Lists(saved.centroids, saved.order, saved.offsets, size)
+        return index

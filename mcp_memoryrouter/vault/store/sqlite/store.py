@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,6 +59,8 @@ class SQLiteStore(Store):
         self._readers: list[sqlite3.Connection] = []
         self._indexes: dict[str, VectorIndex] = {}
         self._index_lock = threading.Lock()
+        self._closed = False
+        self._save_lock = threading.Lock()
         self.schema_version = migrate_sqlite(self._writer, MIGRATIONS)
         # The in-memory BM25 index (loaded by warm() or the first search) and what keeps it
         # in step: a change log the writer's triggers fill, applied after each commit.
@@ -76,6 +79,9 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self._save_lexicon()
+        self._closed = True  # a fit ending from now on saves nothing
+        for model in self._loaded_models():
+            self._save_vectors(model, closing=True)
         with self._lock:
             for conn in [self._writer, *self._readers]:
                 conn.close()
@@ -231,10 +237,39 @@ class SQLiteStore(Store):
         with self._index_lock:
             index = self._indexes.get(model)
             if index is None:
+                saved = self._snapshot(model)
                 with self._lock, self._reader_conn() as conn:  # no vector lands while loading
-                    index = vectors.load_index(conn, model, dim)
+                    index = vectors.load_index(conn, model, dim, saved)
+                if saved is not None:  # a serving store saves what it fits
+                    index.on_fitted = partial(self._save_vectors, model)
+                index.start()
                 self._indexes[model] = index
             return index
+
+    def _snapshot(self, model: str) -> Path | None:
+        """Where a serving store keeps the model's large index between runs."""
+        if self._owner is None or self._path == ":memory:" or self._path.startswith("file:"):
+            return None
+        return vectors.snapshot_path(self._path, model)
+
+    def _save_vectors(self, model: str, closing: bool = False) -> None:
+        """Save the model's index if it is large: after each fit, and at close when a
+        sixteenth of its rows changed since (a start reads fewer from SQLite than that
+        costs to write) and no fit is running (it would be saved stale, and waited for)."""
+        path, index = self._snapshot(model), self._indexes.get(model)
+        if path is None or index is None:
+            return
+        if closing:
+            changed = index.changes - index.saved_changes
+            if index.fitting or (index.saved_changes >= 0 and changed <= len(index) // 16):
+                return
+        elif self._closed:
+            return
+        try:
+            with self._save_lock:
+                vectors.save_index(index, path, model)
+        except OSError as exc:  # the database stands; the next start reads it
+            log.warning("vector index not saved: %s", type(exc).__name__)
 
     def _rows_by_seq(self, vault_id: str, hits: Sequence[tuple[int, float]]) -> list[ScoredMemory]:
         """The memories of an in-memory index's (seq, score) hits, in the hits' order; a row
@@ -263,14 +298,29 @@ class SQLiteStore(Store):
         with self._index_lock:
             return list(self._indexes.values())
 
+    def _loaded_models(self) -> list[str]:
+        with self._index_lock:
+            return list(self._indexes)
+
     def _forget(self, seqs: Sequence[int]) -> None:
-        for index in self._loaded_indexes():
+        for index in self._dropped_snapshots():
             index.remove(seqs)
 
     def _forget_vault(self, vault_id: str) -> None:
-        for index in self._loaded_indexes():
+        for index in self._dropped_snapshots():
             index.remove_vault(vault_id)
 
+    def _dropped_snapshots(self) -> list[VectorIndex]:
+        """After a delete: the saved indexes removed (a seq deleted may come back for
+        another memory), the loaded ones to be saved again at close."""
+        vectors.drop_snapshots(self._path)
+        with self._index_lock:
+            loaded = list(self._indexes.values())
+        for index in loaded:
+            index.saved_changes = -1
+        return loaded
+
     def _forget_model(self, model: str) -> None:
+        vectors.drop_snapshots(self._path)
         with self._index_lock:
             self._indexes.pop(model, None)
