@@ -1,18 +1,20 @@
-"""The BM25 index at 100k and 1M memories, in-process: today's beside the previous one.
+"""The BM25 index at 100k and 1M memories, in-process: this code's beside the previous one.
 
     python bench/lexical_scale.py [--sizes 100000,1000000] [--queries 200] [--baseline REV]
 
 Generated chat lines (a log-normal length, median 12 words; a Zipf vocabulary that starts
-with "the", "i", "you", ... and grows with the corpus, ~120k tokens at 100k lines) are
-indexed by the code at ``--baseline`` (default: the commit before the segments) and by the
-working tree's, each in a process of its own (RSS is per process). Each prints: the
-resident bytes the index holds after a build (RSS after the build minus RSS before it,
-freed memory returned to the system first) and the peak during the build, the build time
-from (token, seq) pairs as the store's load reads them from FTS5, the time to load a
-snapshot where there is one, and the p50/p95 of a search as the store makes it (the
-vault's counts of each word, the common-word cut, then the 150 best) for questions of rare
-words, mixed ones, and common words only, with the postings read per search. The answers
-of both are compared: the same rows and scores, to the last bit.
+with "the", "i", "you", ... and grows with the corpus, ~127k tokens at 100k lines, ~634k at
+1M) are indexed by the code at ``--baseline`` (default: the commit before the segments) and
+by the working tree's, each in a process of its own (RSS is per process); a third process
+("loaded") opens the snapshot the second one saved. Each prints: the resident bytes the
+index holds (RSS after the build or load minus RSS before it, freed memory returned to the
+system first; again after the searches, which bring memory-mapped postings in), the peak
+during the build, the build time from (token, seq) pairs as the store's load reads them
+from FTS5 (or the snapshot's load time), and the p50/p95 of a search as the store makes it
+(the vault's count of each word, the common-word cut, then the 150 best) for questions of
+rare words, mixed ones (3 of the 40 commonest words, 2 of ranks 100-2,000, 1 rarer), and
+common words only (5 of the ~60 commonest), with the median postings read per search. The
+answers of all three are compared: the same rows and scores, to the last bit.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import code_version, p50, p95, table
 from mcp_memoryrouter.vault.rules.domain import SearchFilter
-from mcp_memoryrouter.vault.search import lexical
+from mcp_memoryrouter.vault.search import lexical, lexical_snapshot
 from mcp_memoryrouter.vault.search.ranking import prune_common
 from mcp_memoryrouter.vault.search.rowtable import IndexRow
 
@@ -53,6 +55,7 @@ COMMON = (
 SYLLABLES = [s + v for s in "bdfgklmnprstvz" for v in "aeiou"]
 CHUNK = 65_536
 KINDS = ("rare", "mixed", "common")
+WHICH = ("baseline", "new", "loaded")  # loaded: the new one's snapshot, in a fresh process
 
 
 def word(rank: int, common: list[str]) -> str:
@@ -116,30 +119,44 @@ def baseline_module(rev: str) -> ModuleType:
     return module
 
 
-def child(which: str, corpus_path: Path, rev: str, count: int) -> dict[str, Any]:
+def child(which: str, corpus_path: Path, rev: str, count: int, saved: Path) -> dict[str, Any]:
     module = baseline_module(rev) if which == "baseline" else lexical
     data = np.load(corpus_path)
     ranks, ends, vocabulary = data["ranks"], data["ends"], int(data["vocabulary"])
     common = COMMON.split()
     words = [word(r, common) for r in range(vocabulary)]
-    seqs = np.repeat(np.arange(1, ends.size + 1), np.diff(ends, prepend=0))
-    rows = (IndexRow(s, "v", 1, None, 0, 0, None) for s in range(1, ends.size + 1))
-
-    def pairs() -> Iterator[list[tuple[str, int]]]:
-        for a in range(0, ranks.size, CHUNK):
-            chunk = ranks[a : a + CHUNK].tolist()
-            yield [(words[r], s) for r, s in zip(chunk, seqs[a : a + CHUNK].tolist(), strict=True)]
-
+    asked = questions(vocabulary, count)
     gc.collect()
     before, peak_before = rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     start = time.perf_counter()
-    index = module.LexicalIndex.bulk(rows, pairs(), module.BM25)
+    if which == "loaded":
+        loaded = lexical_snapshot.load(saved)
+        assert loaded is not None
+        index = loaded[0]
+    else:
+        seqs = np.repeat(np.arange(1, ends.size + 1), np.diff(ends, prepend=0))
+        rows = (IndexRow(s, "v", 1, None, 0, 0, None) for s in range(1, ends.size + 1))
+
+        def pairs() -> Iterator[list[tuple[str, int]]]:
+            for a in range(0, ranks.size, CHUNK):
+                chunk = ranks[a : a + CHUNK].tolist()
+                yield [
+                    (words[r], s) for r, s in zip(chunk, seqs[a : a + CHUNK].tolist(), strict=True)
+                ]
+
+        index = module.LexicalIndex.bulk(rows, pairs(), module.BM25)
     built = time.perf_counter() - start
     gc.collect()
     held = rss() - before
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - max(before, peak_before)
     out: dict[str, Any] = {"held": held, "peak": max(peak, held), "build": built}
-    out.update(searches(index, questions(vocabulary, count), words))
+    out.update(searches(index, asked, words))
+    out["held after searches"] = rss() - before
+    if which == "new":
+        start = time.perf_counter()
+        lexical_snapshot.save(index, saved, {})
+        out["save"] = time.perf_counter() - start
+        out["file"] = sum(f.stat().st_size for f in saved.iterdir())
     return out
 
 
@@ -162,9 +179,9 @@ def searches(index: Any, asked: dict[str, list[list[int]]], words: list[str]) ->
     return out
 
 
-def run(which: str, corpus_path: Path, rev: str, count: int) -> dict[str, Any]:
+def run(which: str, corpus_path: Path, rev: str, count: int, saved: Path) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", which, "--corpus", str(corpus_path)]
-    command += ["--baseline", rev, "--queries", str(count)]
+    command += ["--baseline", rev, "--queries", str(count), "--saved", str(saved)]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -175,11 +192,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--baseline", default=BASELINE)
-    parser.add_argument("--child", choices=["baseline", "new"])
+    parser.add_argument("--child", choices=WHICH)
     parser.add_argument("--corpus", type=Path)
+    parser.add_argument("--saved", type=Path)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.corpus, args.baseline, args.queries)))
+        print(json.dumps(child(args.child, args.corpus, args.baseline, args.queries, args.saved)))
         return
     print(f"code {code_version()}, baseline {args.baseline}, {args.queries} questions a kind")
     mib = 1024 * 1024
@@ -188,22 +206,25 @@ def main() -> None:
         for size in [int(s) for s in args.sizes.split(",")]:
             path = Path(tmp) / f"corpus-{size}.npz"
             corpus(size, path)
-            results = {w: run(w, path, args.baseline, args.queries) for w in ("baseline", "new")}
-            same = results["baseline"]["answers"] == results["new"]["answers"]
+            saved = Path(tmp) / f"saved-{size}"
+            results = {w: run(w, path, args.baseline, args.queries, saved) for w in WHICH}
+            same = len({r["answers"] for r in results.values()}) == 1
             for which, r in results.items():
                 rows.append(
                     [
                         f"{size:,}",
                         which,
-                        f"{r['held'] / mib:.0f}",
+                        f"{r['held'] / mib:.0f} / {r['held after searches'] / mib:.0f}",
                         f"{r['peak'] / mib:.0f}",
-                        f"{r['build']:.1f}",
+                        f"{r['build']:.2f}",
                         *(f"{r[k][0]:.1f} / {r[k][1]:.1f} ({r[k][2]:,.0f})" for k in KINDS),
                         "yes" if same else "NO",
                     ]
                 )
-            print(rows[-2], rows[-1], flush=True)
-    headers = ["memories", "index", "held MiB", "build peak MiB", "build s"]
+                print(rows[-1], flush=True)
+            new = results["new"]
+            print(f"snapshot: saved in {new['save']:.1f} s, {new['file'] / mib:.0f} MiB on disk")
+    headers = ["memories", "index", "held MiB (after searches)", "build peak MiB", "build / load s"]
     headers += [f"{k} p50 / p95 ms (postings)" for k in KINDS] + ["same answers"]
     print(table(headers, rows))
 

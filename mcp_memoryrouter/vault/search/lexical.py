@@ -18,13 +18,16 @@ merged into a new segment once the tail holds a quarter of the segment. A token'
 the vault is its postings' length less the vault's dead rows among them, found by binary
 search while those are few: no pass over a common word's postings.
 
-**Pruning (MaxScore).** Each token's contribution to any row is at most its bound, IDF times
-the saturation of its largest count in the shortest row. Tokens are taken by bound, highest
-(rarest) first; the rows holding the ones taken so far are the candidates, scored in full
-(the other tokens' postings probed by binary search). Once the k-th best candidate scores
-more than the bounds of the tokens not taken add up to, no other row can reach the top k, so
-the answer is exact; a common word then costs a probe per candidate, not a pass over its
-postings. :attr:`LexicalIndex.scored` counts the postings read.
+**Pruning (MaxScore).** A token adds to any row at most its bound: IDF times the saturation
+of its largest count in a row of length 0. Tokens are taken by bound, highest (rarest)
+first. A row scores at least what any one of its tokens gives it, so once the k-th largest
+gain of a token taken beats the bounds of the tokens not taken added up, a row holding none
+of the tokens taken cannot reach the top k (nor tie with it): the rows holding them are the
+candidates, scored exactly, token by token in the query's order, the other tokens' postings
+read where they are few or else probed by binary search per candidate. A common word asked
+beside rarer ones then costs at most 16 postings per candidate whatever its count.
+:attr:`LexicalIndex.scored` counts the postings read. Questions of common words only still
+read the postings of most of their words: exact top k needs them.
 
 Tokens come from FTS5's own tokenizer (the store tokenizes with an in-memory FTS5
 table), so this module never stems or splits text itself. Deleted rows stay in the
@@ -287,34 +290,32 @@ class LexicalIndex:
         k: int,
         where: SearchFilter,
     ) -> list[tuple[int, float]]:
-        """MaxScore: take tokens by bound until the k-th best candidate beats what the rest
-        could add to a row that holds none of the tokens taken; then score the candidates
-        exactly, token by token in the query's order as FTS5 adds them."""
+        """MaxScore: take tokens by bound until the k-th largest gain of one of them beats
+        what the rest could add to a row that holds none of the tokens taken; then score
+        the rows holding tokens taken, token by token in the query's order as FTS5 adds."""
         times = Counter(query)
         ranked = sorted(terms, key=lambda t: -terms[t].bound * times[t])
         rest = [0.0] * (len(ranked) + 1)
         for j in range(len(ranked) - 1, -1, -1):
             rest[j] = rest[j + 1] + terms[ranked[j]].bound * times[ranked[j]]
-        buffer = self._partial()  # a float per position, zero outside a search
-        new_rows: list[Rows] = []
         taken: dict[str, tuple[Rows, npt.NDArray[np.float64]]] = {}
-        try:
-            for j, token in enumerate(ranked, start=1):
-                at, gain = taken[token] = self._gains(terms[token], average, where)
-                new_rows.append(at[buffer[at] == 0.0])  # every gain is > 0
-                self.scored += sum(p.size for p, _ in terms[token].parts)
-                if j == len(ranked):
+        floor = 0.0  # k rows of the candidates score at least this
+        for j, token in enumerate(ranked, start=1):
+            at, gain = taken[token] = self._gains(terms[token], average, where)
+            self.scored += sum(p.size for p, _ in terms[token].parts)
+            if j == len(ranked):
+                break
+            if gain.size >= k:  # a row scores at least what one of its tokens gives it
+                floor = max(floor, np.partition(gain, gain.size - k)[gain.size - k] * times[token])
+                if floor > rest[j] * (1.0 + _SLACK):
                     break
-                buffer[at] += gain * times[token]
-                reach = sum(r.size for r in new_rows)
-                if reach >= k and rest[0] - rest[j] > rest[j]:  # else the test cannot pass
-                    # partial sums are at most the full ones: the k-th is a floor for the k-th
-                    sums = buffer[np.concatenate(new_rows)]
-                    if np.partition(sums, reach - k)[reach - k] > rest[j] * (1.0 + _SLACK):
-                        break
+        buffer, marks = self._partial(), self._marks  # zero and False outside a search
+        new_rows: list[Rows] = []
+        try:
+            for at, _ in taken.values():
+                new_rows.append(at[~marks[at]])
+                marks[new_rows[-1]] = True
             found = np.concatenate(new_rows)
-            buffer[found] = 0.0
-            self._marks[found] = True
             for token in query:  # FTS5's order of addition: the same doubles
                 if token in taken:
                     at, gain = taken[token]
@@ -325,7 +326,7 @@ class LexicalIndex:
         finally:
             for rows in new_rows:
                 buffer[rows] = 0.0
-                self._marks[rows] = False
+                marks[rows] = False
         return self._best(found, scores, k)
 
     def _partial(self) -> npt.NDArray[np.float64]:
