@@ -18,6 +18,9 @@ and the peak (VmHWM: start-up, index loading, searches and one consolidation bat
 out), and the vault file's bytes per memory. ``--root`` serves the same vault with another
 checkout's code too (a baseline: ``git worktree add /tmp/base <commit>``), side by side.
 ``--keep DIR`` keeps the built vaults (``DIR/<size>``) and reuses them on the next run.
+``--postgres`` also builds each size in PostgreSQL (an embedded server of the bench's own, or
+``--database-url`` of a server whose databases it may create and drop) and serves it there,
+printed beside SQLite (the vault's bytes: the database's size).
 """
 
 from __future__ import annotations
@@ -263,6 +266,39 @@ def build(data_dir: Path, size: int, lines: Lines, vectors: WordVectors) -> str:
     return key
 
 
+def build_postgres(url: str, data_dir: Path, size: int, lines: Lines, vectors: WordVectors) -> str:
+    """The same vault in PostgreSQL (a database of its own), vectors copied in."""
+    from mcp_memoryrouter.vault.store.postgres import PostgresStore
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = PostgresStore(url, pool_min=0, pool_max=2)
+    service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
+    key, _ = service.create_vault()
+    access = service.authenticate(key)
+    step = 3 * 365 * DAY_MS // size
+    for start in range(0, size, 2000):
+        batch = []
+        for i in range(start, min(size, start + 2000)):
+            role, text = lines.line(i)
+            batch.append(IncomingMessage(role, text, START_MS + i * step, f"s{i // 40}"))
+        service.ingest(access, batch, None, embeddings="none")
+    store.close()
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        seqs = conn.execute("SELECT seq, content FROM memories ORDER BY seq").fetchall()
+        with conn.cursor().copy("COPY vectors (seq, model, vec) FROM STDIN") as copy:
+            for start in range(0, len(seqs), 20_000):
+                chunk = seqs[start : start + 20_000]
+                matrix = vectors.embed([content for _, content in chunk])
+                for (seq, _), m in zip(chunk, matrix, strict=True):
+                    copy.write_row((seq, f"openai:{MODEL}", "[" + ",".join(map(str, m)) + "]"))
+        conn.execute("DELETE FROM embed_queue")
+        conn.execute("ANALYZE")
+    (data_dir / "key").write_text(key)
+    return key
+
+
 def _store_vectors(path: Path, lines: Lines, vectors: WordVectors) -> None:
     """Every memory's vector, written as the embedding worker writes them (bench set-up)."""
     import sqlite3
@@ -306,10 +342,16 @@ def status(pid: int, field: str) -> int:
 
 
 def serve_and_measure(
-    data_dir: Path, key: str, double: str, samples: int, cwd: Path | None
+    data_dir: Path,
+    key: str,
+    double: str,
+    samples: int,
+    cwd: Path | None,
+    database_url: str | None = None,
 ) -> dict[str, float]:
     port = free_port()
     env = {
+        **({"MEMORYROUTER_DATABASE_URL": database_url} if database_url else {}),
         **os.environ,
         "MEMORYROUTER_DATA_DIR": str(data_dir),
         "MEMORYROUTER_RATE_LIMIT_PER_MINUTE": "0",
@@ -378,8 +420,43 @@ def _until(call: object, started: float, proc: subprocess.Popen[bytes]) -> float
         time.sleep(0.05)
 
 
-def vault_bytes(data_dir: Path) -> int:
-    return sum(p.stat().st_size for p in data_dir.glob("vault.sqlite3*"))
+def vault_bytes(data_dir: Path, database_url: str | None = None) -> int:
+    if database_url is None:
+        return sum(p.stat().st_size for p in data_dir.glob("vault.sqlite3*"))
+    import psycopg
+
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        return 0 if row is None else int(row[0])
+
+
+@contextmanager
+def postgres(database_url: str | None) -> Iterator[str]:
+    """A server's maintenance URL: the one given, or an embedded server of the bench's own."""
+    if database_url is not None:
+        yield database_url
+        return
+    from tests.pg import server
+
+    with server() as url:
+        yield url
+
+
+@contextmanager
+def pg_database(admin_url: str, size: int) -> Iterator[str]:
+    import psycopg
+
+    from tests.pg import with_database
+
+    name = f"memoryrouter_million_{size}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+        conn.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        yield with_database(admin_url, name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
 
 
 def main() -> None:
@@ -388,6 +465,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the built vaults here")
     parser.add_argument("--root", type=Path, help="another checkout served beside this one")
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL beside SQLite")
+    parser.add_argument("--database-url", help="with --postgres: a server to use")
     args = parser.parse_args()
     lines = Lines()
     vectors = WordVectors(lines.words)
@@ -409,6 +488,10 @@ def main() -> None:
                     figures["vault bytes per memory"] = vault_bytes(data_dir) / size
                     results.setdefault(name, {})[f"{size:,}"] = figures
                     print(f"  {name} @ {size:,}: {figures}", file=sys.stderr)
+                if args.postgres:
+                    results.setdefault("PostgreSQL", {})[f"{size:,}"] = on_postgres(
+                        args, base, size, lines, vectors, double
+                    )
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
@@ -419,6 +502,27 @@ def main() -> None:
         names = list(next(iter(by_size.values())))
         rows = [[n, *(f"{by_size[s][n]:.1f}" for s in sizes)] for n in names]
         print(table(["figure", *sizes], rows))
+
+
+def on_postgres(
+    args: argparse.Namespace,
+    base: Path,
+    size: int,
+    lines: Lines,
+    vectors: WordVectors,
+    double: str,
+) -> dict[str, float]:
+    """The size built and served on PostgreSQL, with this checkout's code."""
+    with postgres(args.database_url) as admin, pg_database(admin, size) as url:
+        data_dir = base / f"pg-{size}"
+        shutil.rmtree(data_dir, ignore_errors=True)
+        t = time.perf_counter()
+        key = build_postgres(url, data_dir, size, lines, vectors)
+        print(f"  built {size:,} in PostgreSQL in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        figures = serve_and_measure(data_dir, key, double, args.samples, None, url)
+        figures["vault bytes per memory"] = vault_bytes(data_dir, url) / size
+        print(f"  PostgreSQL @ {size:,}: {figures}", file=sys.stderr)
+        return figures
 
 
 def tempfile_dir() -> str:
