@@ -126,6 +126,7 @@ def child(which: str, corpus_path: Path, rev: str, count: int, saved: Path) -> d
     common = COMMON.split()
     words = [word(r, common) for r in range(vocabulary)]
     asked = questions(vocabulary, count)
+    seqs = np.repeat(np.arange(1, ends.size + 1), np.diff(ends, prepend=0))  # before "before"
     gc.collect()
     before, peak_before = rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     start = time.perf_counter()
@@ -134,7 +135,6 @@ def child(which: str, corpus_path: Path, rev: str, count: int, saved: Path) -> d
         assert loaded is not None
         index = loaded[0]
     else:
-        seqs = np.repeat(np.arange(1, ends.size + 1), np.diff(ends, prepend=0))
         rows = (IndexRow(s, "v", 1, None, 0, 0, None) for s in range(1, ends.size + 1))
 
         def pairs() -> Iterator[list[tuple[str, int]]]:
