@@ -2,6 +2,7 @@
 
     python bench/stories.py [--histories 4] [--conversations 50] [--seed 7] [--embeddings local]
         [--as-of] [--wording paraphrase|plain] [--consolidate none,unmarked,marked]
+        [--rankers fusion,learned]
 
 Each history is one vault: ``--conversations`` dated conversations (sessions) of user and
 assistant turns over a year, ingested through the HTTP API with their session ids, most of it
@@ -29,6 +30,8 @@ one for the rest of the batch; ``marked`` also names, in ``replaces``, the label
 reflection that holds the fact an update changes (as a model following the contract does),
 ``unmarked`` never does. For updates, ``current@k``: the first of the top k rows that names
 either value names the current one.
+``--rankers fusion,learned``: the vaults are built once, then asked by one server per ranker
+in turn (``MEMORYROUTER_RANKER``), each a row of its own.
 Kept out of the default test suite: a benchmark, run on purpose.
 """
 
@@ -390,41 +393,69 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, list[dict[str, float]]]
     results: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
     env = {"MEMORYROUTER_EMBEDDINGS": args.embeddings}
     modes = args.consolidate.split(",")
-    with tempfile.TemporaryDirectory() as tmp, server(Path(tmp), env) as base:
-        for h in range(args.histories):
-            rng = random.Random(args.seed * 1000 + h)
-            convs, questions = generate(rng, args.conversations, args.wording == "plain")
-            where = {(t.text, _iso(t.date)): c.session for c in convs for t in c.turns}
-            for mode in modes:
-                vault_key = new_vault(Path(tmp), f"history-{h}-{mode}")
-                http = httpx2.Client(
-                    base_url=base, headers={"Authorization": f"Bearer {vault_key}"}, timeout=120
-                )
-                _ingest(http, convs)
-                if mode != "none":
-                    consolidate(http, marked=mode == "marked")
-                _wait_for_vectors(http)
-                system = "server" if mode == "none" else f"server, reflections {mode}"
-                for q in questions:
-                    body: dict[str, object] = {"query": q.text, "limit": max(KS)}
-                    if args.as_of:
-                        body["as_of"] = q.as_of.isoformat()
-                    found = http.post("/v1/memory/search", json=body).json()["memories"]
-                    ranked = [_session_of(where, row) for row in found]
-                    current = None if q.values is None else _current(q.values, found)
-                    results[system][q.kind].append(score(q.kind, q.evidence, ranked, current))
-                http.close()
-            turns = [(c.session, t.text) for c in convs for t in c.turns]
-            by_turn = BM25([text for _, text in turns])
-            by_conv = BM25([" ".join(t.text for t in c.turns) for c in convs])
-            for q in questions:
-                turn_ranked = [turns[i][0] for i in by_turn.rank(q.text)[: max(KS)]]
-                results["BM25 over turns"][q.kind].append(score(q.kind, q.evidence, turn_ranked))
-                conv_ranked = [convs[i].session for i in by_conv.rank(q.text)[: max(KS)]]
-                results["BM25 over conversations"][q.kind].append(
-                    score(q.kind, q.evidence, conv_ranked)
-                )
+    rankers = args.rankers.split(",") if args.rankers else [None]
+    with tempfile.TemporaryDirectory() as tmp:
+        built: list[tuple[str, str, list[Question], dict[tuple[str, str], str]]] = []
+        with server(Path(tmp), env) as base:
+            for h in range(args.histories):
+                rng = random.Random(args.seed * 1000 + h)
+                convs, questions = generate(rng, args.conversations, args.wording == "plain")
+                where = {(t.text, _iso(t.date)): c.session for c in convs for t in c.turns}
+                for mode in modes:
+                    vault_key = new_vault(Path(tmp), f"history-{h}-{mode}")
+                    with httpx2.Client(
+                        base_url=base, headers={"Authorization": f"Bearer {vault_key}"}, timeout=120
+                    ) as http:
+                        _ingest(http, convs)
+                        if mode != "none":
+                            consolidate(http, marked=mode == "marked")
+                        _wait_for_vectors(http)
+                    system = "server" if mode == "none" else f"server, reflections {mode}"
+                    built.append((system, vault_key, questions, where))
+                turns = [(c.session, t.text) for c in convs for t in c.turns]
+                _baselines(results, convs, questions, turns)
+        for ranker in rankers:  # each ranker's server over the same vaults, in turn
+            ranked_env = env if ranker is None else {**env, "MEMORYROUTER_RANKER": ranker}
+            with server(Path(tmp), ranked_env) as base:
+                for system, vault_key, questions, where in built:
+                    named = system if ranker is None else f"{system}, {ranker}"
+                    with httpx2.Client(
+                        base_url=base, headers={"Authorization": f"Bearer {vault_key}"}, timeout=120
+                    ) as http:
+                        _ask(http, args.as_of, questions, where, results[named])
     return results
+
+
+def _ask(
+    http: httpx2.Client,
+    as_of: bool,
+    questions: list[Question],
+    where: dict[tuple[str, str], str],
+    into: dict[str, list[dict[str, float]]],
+) -> None:
+    for q in questions:
+        body: dict[str, object] = {"query": q.text, "limit": max(KS)}
+        if as_of:
+            body["as_of"] = q.as_of.isoformat()
+        found = http.post("/v1/memory/search", json=body).json()["memories"]
+        ranked = [_session_of(where, row) for row in found]
+        current = None if q.values is None else _current(q.values, found)
+        into[q.kind].append(score(q.kind, q.evidence, ranked, current))
+
+
+def _baselines(
+    results: dict[str, dict[str, list[dict[str, float]]]],
+    convs: list[Conversation],
+    questions: list[Question],
+    turns: list[tuple[str, str]],
+) -> None:
+    by_turn = BM25([text for _, text in turns])
+    by_conv = BM25([" ".join(t.text for t in c.turns) for c in convs])
+    for q in questions:
+        turn_ranked = [turns[i][0] for i in by_turn.rank(q.text)[: max(KS)]]
+        results["BM25 over turns"][q.kind].append(score(q.kind, q.evidence, turn_ranked))
+        conv_ranked = [convs[i].session for i in by_conv.rank(q.text)[: max(KS)]]
+        results["BM25 over conversations"][q.kind].append(score(q.kind, q.evidence, conv_ranked))
 
 
 def _ingest(http: httpx2.Client, convs: list[Conversation]) -> None:
@@ -547,6 +578,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--embeddings", default="local")
     parser.add_argument("--as-of", action="store_true", help="send each question's as_of")
+    parser.add_argument(
+        "--rankers",
+        help="MEMORYROUTER_RANKER of each server, in turn over the same vaults: fusion,learned",
+    )
     parser.add_argument(
         "--consolidate",
         default="none",

@@ -16,6 +16,7 @@ from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.search.features import Candidates
 from mcp_memoryrouter.vault.search.learned import LearnedRanker
 from mcp_memoryrouter.vault.search.ranking import (
+    SAME_STORY_DECAY,
     fuse,
     in_time,
     lift_sources,
@@ -121,6 +122,11 @@ def page(
     found: Candidates, floor: float | None, limit: int, ranker: LearnedRanker | None
 ) -> list[ScoredMemory]:
     """The ``limit`` hits of ``found`` a search returns: re-ranked by ``ranker`` when there
-    is one, without noise, near ties newer first, spread over stories."""
-    hits = found.ordered if ranker is None else ranker.rerank(found)
-    return spread(newer_first(relevant(hits, found.lexical, found.dense, floor)), limit)
+    is one and the search is like those it learned from, without noise, near ties newer
+    first, spread over stories (with the decay of the scores the page holds)."""
+    if ranker is not None and ranker.reranks(found):
+        hits, decay, weak = ranker.rerank(found), learned.STORY_DECAY, learned.WEAK
+    else:
+        hits, decay, weak = list(found.ordered), SAME_STORY_DECAY, 0.0
+    kept = newer_first(relevant(hits, found.lexical, found.dense, floor))
+    return spread(kept, limit, decay, weak)

@@ -23,6 +23,7 @@ from mcp_memoryrouter.vault.search import learned
 from mcp_memoryrouter.vault.search.features import (
     FEATURES,
     Candidates,
+    held_window,
     matrix,
     names_in,
     numbers_in,
@@ -82,6 +83,18 @@ def test_time_named_share_and_distance() -> None:
     assert window_days(START + 12 * DAY, START + 12 * DAY, window) == pytest.approx(2, abs=0.01)
     assert window_days(START - 3 * DAY, START - 3 * DAY, window) == 3.0
     assert window_days(START + DAY, START + DAY, window) == 0.0
+
+
+def test_a_named_time_no_candidate_falls_in_is_no_named_time() -> None:
+    top = [scored(memory("a", "cooked a curry", 0), 1.0), scored(memory("b", "pasta", 30), 0.5)]
+    month = (START + 25 * DAY, START + 35 * DAY)
+    assert held_window(month, top) == month
+    a_year_on = (START + 400 * DAY, START + 430 * DAY)  # "last month", asked a year later
+    assert held_window(a_year_on, top) is None
+    assert held_window(None, top) is None
+    found = Candidates("what did I cook last month?", [], [], top, {}, a_year_on)
+    assert column(matrix(found, 2), "named_time") == [0.0, 0.0]
+    assert column(matrix(found, 2), "window_days") == [0.0, 0.0]
 
 
 def candidates() -> Candidates:
@@ -229,6 +242,43 @@ def test_a_search_with_fewer_candidates_than_it_scores_keeps_the_fusion_order() 
     weak = learned.LearnedRanker(TREES, -1.0, -5.0, "weak")
     assert weak.rerank(found) == list(found.ordered)
     assert [h.memory.id for h in page(found, 0.15, 10, weak)] == ["a", "b", "c"]
+
+
+def by_fused(*steps: tuple[float, float]) -> learned.LearnedRanker:
+    """Trees whose sum is the value of the first (threshold, value) step the fused score is
+    at most (the last value above them all): a ranker that keeps fusion's order."""
+    fused = FEATURES.index("fused")
+    node: dict[str, Any] = {"leaf_value": steps[-1][1]}
+    for threshold, value in reversed(steps[:-1]):
+        node = {
+            "split_feature": fused,
+            "threshold": threshold,
+            "left_child": {"leaf_value": value},
+            "right_child": node,
+        }
+    dump = {"tree_info": [{"tree_structure": node}]}
+    return learned.LearnedRanker(learned.trees_from_lightgbm(dump), 1.0, 0.0, "fused steps")
+
+
+def test_a_page_of_probabilities_spreads_with_the_learned_decay() -> None:
+    one = [
+        scored(memory(f"a{i}", f"lake walk {i}", 0, i + 1, session_id="a"), 0.9 - i / 100)
+        for i in range(3)
+    ]
+    other = [scored(memory("b", "lake swim", 5, 10, session_id="b"), 0.85)]
+    filler = [
+        scored(memory(f"z{i:03}", "filler", 90 + i, 100 + i, session_id=f"z{i}"), 0.01)
+        for i in range(learned.RERANK)
+    ]
+    ordered = [*one, *other, *filler]
+    found = Candidates("lake", ordered[:4], ordered, ordered, {})
+    # p: a0 0.5, a1 0.38, a2 0.28, b 0.21, filler 0.0067; 0.38 x 0.85 = 0.32 would keep a1
+    # above b, 0.38 x 0.35 = 0.13 does not
+    ranker = by_fused((0.5, -5.0), (0.86, -1.325), (0.885, -0.944), (0.895, -0.49), (1, 0.0))
+    assert ranker.reranks(found)
+    assert [round(h.score or 0, 2) for h in ranker.rerank(found)[:4]] == [0.5, 0.38, 0.28, 0.21]
+    assert [h.memory.id for h in page(found, None, 3, ranker)] == ["a0", "b", "a1"]
+    assert [h.memory.id for h in page(found, None, 3, None)] == ["a0", "b", "a1"]  # as fusion
 
 
 def test_serve_says_at_start_how_search_ranks(tmp_path: Path) -> None:

@@ -126,6 +126,25 @@ def test_after_the_head_the_page_follows_the_score() -> None:
     assert page[5:] == ["a1", "a2", "a3", "a4", "a5"]  # then the best of the rest, in order
 
 
+def test_the_decay_is_on_the_scale_of_the_scores() -> None:
+    # probabilities: the best is several times the next; 0.85 leaves the head to one session
+    hits = [hit("a0", 0.6, 1, session="a"), hit("a1", 0.3, 1, session="a")]
+    hits += [hit("b", 0.15, 2, session="b"), hit("c", 0.12, 3, session="c")]
+    assert ids(spread(hits, 3)) == ["a0", "a1", "b"]
+    assert ids(spread(hits, 3, decay=0.35)) == ["a0", "b", "c"]
+
+
+def test_past_the_head_a_weak_hit_yields_to_another_storys() -> None:
+    hits = [hit(f"s{i}", 0.9 - i / 100, 1 + i, session=f"s{i}") for i in range(5)]
+    hits += [hit(f"a{i}", 0.015 - i / 1000, 10, session="a") for i in range(4)]
+    hits.append(hit("b", 0.01, 12, session="b"))
+    assert ids(spread(hits, 8))[5:] == ["a0", "a1", "a2"]  # nothing weak: in order
+    page = ids(spread(hits, 8, decay=0.35, weak=0.02))
+    assert page[:5] == [f"s{i}" for i in range(5)]
+    assert page[5:] == ["a0", "b", "a1"]  # a's second weak hit yields to b's
+    assert ids(spread(hits, 8, decay=0.35, weak=0.005))[5:] == ["a0", "a1", "a2"]  # not weak
+
+
 def test_a_reflection_gains_by_the_share_of_its_coverage_in_the_window() -> None:
     day = 86_400_000
     start = to_ms(datetime(2026, 1, 1, tzinfo=UTC))

@@ -111,6 +111,20 @@ def window_days(date_from: int, date_to: int, window: Window | None) -> float:
     return gap / _DAY_MS
 
 
+def held_window(window: Window | None, top: Sequence[ScoredMemory]) -> Window | None:
+    """``window``, or None when no memory of ``top`` falls in it: the question's time words
+    then name no time the candidates hold (a question asked a year after what it means by
+    "last month", without ``as_of``), and the window features would only tell how long ago
+    each memory is. Read as a named time, such a window cost bench/stories.py's time
+    questions asked without ``as_of``; LoCoMo's and LifeBench's windows nearly always hold
+    a candidate (5 of 63 and 0 of 309 questions that name a time hold none)."""
+    if window is None:
+        return None
+    if any(window_share(h.memory.date_from, h.memory.date_to, window) for h in top):
+        return window
+    return None
+
+
 def _ranks(hits: Sequence[ScoredMemory]) -> dict[str, int]:
     return {h.memory.id: i for i, h in enumerate(hits)}
 
@@ -201,7 +215,7 @@ def matrix(found: Candidates, count: int) -> npt.NDArray[np.float32]:
         day_count[day] = day_count.get(day, 0) + 1
     newest = max(h.memory.date_to for h in top)
     by_date = {h.memory.id: i for i, h in enumerate(sorted(top, key=lambda h: -h.memory.date_to))}
-    window = found.named_time
+    window = held_window(found.named_time, top)
     terms = len(set(words(found.query)))
     for i, hit in enumerate(top):
         m = hit.memory

@@ -5,6 +5,7 @@ floor. Pure."""
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Iterable, Sequence
 
@@ -255,34 +256,60 @@ def _unit_of_one(memory: Memory, near: dict[int, Memory], full: Sequence[Memory]
     return memory.tokens >= UNIT_TOKENS and any(_one_message(memory, o) for o in full)
 
 
-def spread(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
+def spread(
+    hits: Sequence[ScoredMemory],
+    limit: int,
+    decay: float = SAME_STORY_DECAY,
+    weak: float = 0.0,
+) -> list[ScoredMemory]:
     """The best ``limit`` of ``hits`` (in their order, best first) as one page: the units of
     one message collapsed into its best unit; then the head's places filled by rank decayed
-    by how many hits of its story the head already holds, the rest in order. A hit's rank is
-    the lowest score at or above its place, so an order that is not by score alone (a near
-    tie given to the newer) holds. Scores stay each hit's own."""
+    (times ``decay``) by how many hits of its story the page already holds; then the rest in
+    order, where a hit ranked under ``weak`` is decayed the same way (a weak hit of a story
+    the page has yields to a weak hit of another). A hit's rank is the lowest score at or
+    above its place, so an order that is not by score alone (a near tie given to the newer)
+    holds. Scores stay each hit's own: ``decay`` and ``weak`` are on the scores' own scale
+    (fused scores: :data:`SAME_STORY_DECAY`, nothing weak; the learned ranker's
+    probabilities: ``learned.STORY_DECAY`` and ``learned.WEAK``)."""
     kept = _one_place_per_message(hits)
     ranks: list[float] = []
     for hit in kept:
         ranks.append(min(hit.score or 0.0, ranks[-1]) if ranks else (hit.score or 0.0))
-    heap: list[tuple[float, int, int]] = [(-rank, i, 0) for i, rank in enumerate(ranks)]
-    heapq.heapify(heap)
+    stories = [story(hit.memory) for hit in kept]
     count: dict[str, int] = {}
-    head: list[int] = []
-    while heap and len(head) < min(limit, SPREAD_HEAD):
+    head = _fill(ranks, stories, range(len(kept)), min(limit, SPREAD_HEAD), decay, math.inf, count)
+    placed = set(head)
+    rest = [i for i in range(len(kept)) if i not in placed]
+    tail = _fill(ranks, stories, rest, limit - len(head), decay, weak, count)
+    return [kept[i] for i in head + tail]
+
+
+def _fill(
+    ranks: Sequence[float],
+    stories: Sequence[str | None],
+    indices: Iterable[int],
+    places: int,
+    decay: float,
+    below: float,
+    count: dict[str, int],
+) -> list[int]:
+    """``places`` of ``indices`` by rank, a rank under ``below`` decayed by the hits its story
+    already has on the page beyond :data:`FREE_PER_STORY` (``count``, updated)."""
+    heap: list[tuple[float, int, int]] = [(-ranks[i], i, -1) for i in indices]
+    heapq.heapify(heap)
+    out: list[int] = []
+    while heap and len(out) < places:
         _, index, counted = heapq.heappop(heap)
-        told = story(kept[index].memory)
+        told = stories[index]
         now = 0 if told is None else count.get(told, 0)
-        if now != counted and now >= FREE_PER_STORY:  # its story has its share: place it lower
-            decayed = ranks[index] * SAME_STORY_DECAY ** (now - FREE_PER_STORY + 1)
-            heapq.heappush(heap, (-decayed, index, now))
+        if ranks[index] < below and now != counted and now >= FREE_PER_STORY:
+            decayed = ranks[index] * decay ** (now - FREE_PER_STORY + 1)
+            heapq.heappush(heap, (-decayed, index, now))  # its story has its share: lower
             continue
-        head.append(index)
+        out.append(index)
         if told is not None:
             count[told] = now + 1
-    placed = set(head)
-    rest = (i for i in range(len(kept)) if i not in placed)
-    return [kept[i] for i in head] + [kept[i] for i in rest][: limit - len(head)]
+    return out
 
 
 # A question that names a time ("last month", "in May") prefers what happened then: hits whose
