@@ -130,12 +130,13 @@ class Lists:
                 self.tail[label].append(position)
         self.tail_rows += positions.size
 
-    def labels(self) -> tuple[Positions, npt.NDArray[np.int32]]:
-        """Every entry (a position and one of its lists), fitted and tail."""
+    def labels(self, tail: list[list[int]]) -> tuple[Positions, npt.NDArray[np.int32]]:
+        """Every entry (a position and one of its lists): the fitted ones and ``tail`` (a
+        copy of :attr:`tail` taken under the index's lock)."""
         fitted = np.repeat(np.arange(len(self.centroids), dtype=np.int32), np.diff(self.offsets))
-        tail = [(p, label) for label, rows in enumerate(self.tail) for p in rows]
-        tail_positions = np.array([p for p, _ in tail], dtype=np.intp)
-        tail_labels = np.array([label for _, label in tail], dtype=np.int32)
+        entries = [(p, label) for label, rows in enumerate(tail) for p in rows]
+        tail_positions = np.array([p for p, _ in entries], dtype=np.intp)
+        tail_labels = np.array([label for _, label in entries], dtype=np.int32)
         return np.concatenate([self.order, tail_positions]), np.concatenate([fitted, tail_labels])
 
     def probe(self, query: Floats, mask: npt.NDArray[np.bool_], wanted: int) -> Positions:
