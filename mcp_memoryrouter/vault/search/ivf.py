@@ -54,9 +54,10 @@ def kmeans(sample: Floats, count: int, seed: int = 0) -> Floats:
         labels = nearest(centroids, sample)[:, 0]
         sums = np.zeros_like(centroids)
         sort = np.argsort(labels, kind="stable")
-        used, starts = np.unique(labels[sort], return_index=True)
-        sums[used] = np.add.reduceat(sample[sort], starts)
-        empty = np.bincount(labels, minlength=count) == 0
+        counts = np.bincount(labels, minlength=count)
+        used = np.flatnonzero(counts)
+        sums[used] = np.add.reduceat(sample[sort], (np.cumsum(counts) - counts)[used])
+        empty = counts == 0
         sums[empty] = sample[rng.choice(len(sample), int(empty.sum()))]
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centroids = (sums / np.where(norms > 0, norms, 1)).astype(np.float32)

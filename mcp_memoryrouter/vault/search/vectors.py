@@ -265,8 +265,7 @@ class VectorIndex:
             entries, labels = entries[live], labels[live]
             sort = np.lexsort((entries, labels))
             entries, labels = entries[sort], labels[sort]
-            _, first = np.unique(entries, return_index=True)
-            positions = entries[np.sort(first)]  # each row beside its first list's others
+            positions = entries[np.sort(_firsts(entries))]  # each row beside its first list's
             columns, strings = rows.saved(positions)
             moved = np.full(alive.size, -1, np.intp)
             moved[positions] = np.arange(positions.size)
@@ -296,3 +295,12 @@ class VectorIndex:
         index._vectors = Int8Rows(saved.codes, saved.scales)
         index._lists = Lists(saved.centroids, saved.order, saved.offsets, size)
         return index
+
+
+def _firsts(values: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """Where each value first occurs (by sorting: numpy's hashed ``unique`` took 4.4 s on a
+    million sorted int64 here)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    first: npt.NDArray[np.intp] = order[np.concatenate([[True], ordered[1:] != ordered[:-1]])]
+    return first

@@ -143,11 +143,11 @@ def _restored(
     query = "SELECT seq FROM vectors INDEXED BY vectors_seq WHERE model = ?"
     present = np.fromiter((r[0] for r in conn.execute(query, (model,))), dtype=np.int64)
     seqs = saved.columns["seq"]
-    lacking = np.setdiff1d(present, seqs)
+    lacking = np.setdiff1d(present, seqs, assume_unique=True)  # both sets of keys
     if lacking.size * 2 > present.size:
         return None
     index = VectorIndex.restored(saved)
-    index.remove(np.setdiff1d(seqs, present).tolist())
+    index.remove(np.setdiff1d(seqs, present, assume_unique=True).tolist())
     index.saved_changes = index.changes
     return index, lacking
 
