@@ -74,6 +74,13 @@ class Tx(Protocol):
         parameters."""
         ...
 
+    def by_key(self, column: str) -> str:
+        """``column`` in a condition of rows found by their key (``id {test}``): SQLite's
+        ``+column``, which keeps its planner, without statistics, from reading every row of
+        the vault through an index on ``column`` instead of looking the keys up (9 ms
+        against 0.1 for 20 ids among 10,000 memories); the column itself elsewhere."""
+        ...
+
     def for_update(self, of: str | None = None) -> str:
         """The clause that locks the rows a change is about to read (of table ``of``)."""
         ...

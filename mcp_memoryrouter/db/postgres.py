@@ -104,6 +104,9 @@ class PgTx:
     def among(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return "= ANY(?)", [list(values)]
 
+    def by_key(self, column: str) -> str:
+        return column
+
     def for_update(self, of: str | None = None) -> str:
         return " FOR UPDATE" if of is None else f" FOR UPDATE OF {of}"
 

@@ -86,6 +86,9 @@ class SqliteTx:
     def among(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"IN ({','.join('?' * len(values))})", list(values)
 
+    def by_key(self, column: str) -> str:
+        return "+" + column
+
     def for_update(self, of: str | None = None) -> str:
         return ""
 

@@ -151,7 +151,7 @@ def described(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Described]
     test, params = tx.among(sorted(set(ids)))
     rows = tx.all(
         f"SELECT id, superseded_ms, superseded_by, kind, {WRITER_COLUMNS} FROM memories "
-        f"WHERE vault_id = ? AND id {test}",
+        f"WHERE {tx.by_key('vault_id')} = ? AND id {test}",
         [vault_id, *params],
     )
     return {
@@ -212,7 +212,8 @@ def successors(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Memory]:
         test, params = tx.among(sorted(set(heads.values())))
         rows: dict[str, str | None] = dict(
             tx.all(
-                f"SELECT id, superseded_by FROM memories WHERE vault_id = ? AND id {test}",
+                f"SELECT id, superseded_by FROM memories "
+                f"WHERE {tx.by_key('vault_id')} = ? AND id {test}",
                 [vault_id, *params],
             )
         )
@@ -234,7 +235,8 @@ def successors(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Memory]:
         for m in map(
             memory_from_row,
             tx.all(
-                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.vault_id = ? AND m.id {test}",
+                f"SELECT {MEMORY_COLUMNS} FROM memories m "
+                f"WHERE {tx.by_key('m.vault_id')} = ? AND m.id {test}",
                 [vault_id, *params],
             ),
         )

@@ -75,7 +75,7 @@ def unrecorded(tx: Tx, vault_id: str, batch_id: str, model: str | None) -> Unrec
     test, params = tx.among(ids)
     texts: dict[str, str] = dict(
         tx.all(
-            f"SELECT id, content FROM memories WHERE vault_id = ? AND id {test}",
+            f"SELECT id, content FROM memories WHERE {tx.by_key('vault_id')} = ? AND id {test}",
             [vault_id, *params],
         )
     )

@@ -71,7 +71,8 @@ def writers_of(tx: Tx, vault_id: str, ids: Sequence[str]) -> dict[str, Writer | 
         return {}
     test, params = tx.among(sorted(set(ids)))
     rows = tx.all(
-        f"SELECT id, {WRITER_COLUMNS} FROM memories WHERE vault_id = ? AND id {test}",
+        f"SELECT id, {WRITER_COLUMNS} FROM memories WHERE {tx.by_key('vault_id')} = ? "
+        f"AND id {test}",
         [vault_id, *params],
     )
     return {row[0]: writer_from_row(row[1:]) for row in rows}
@@ -110,7 +111,8 @@ def plan_delete(
     locked = tx.for_update() if lock else ""
     test, params = tx.among(sorted(set(ids)))
     level = tx.all(
-        f"{GONE}WHERE vault_id = ? AND id {test} ORDER BY id{locked}", [vault_id, *params]
+        f"{GONE}WHERE {tx.by_key('vault_id')} = ? AND id {test} ORDER BY id{locked}",
+        [vault_id, *params],
     )
     gone = {row[1]: row for row in level}
     while derived and level:

@@ -276,7 +276,8 @@ def import_reflections(
     test, ids = tx.among(list(source_ids))
     rows = tx.all(
         f"SELECT id, tokens, importance, date_from, date_to, consolidated = 0 AND {FREE} "
-        f"FROM memories WHERE vault_id = ? AND tier = ? AND id {test} ORDER BY id"
+        f"FROM memories WHERE {tx.by_key('vault_id')} = ? AND tier = ? AND id {test} "
+        "ORDER BY id"
         f"{tx.for_update()}",
         [now_ms, vault_id, target - 1, *ids],
     )
