@@ -26,6 +26,7 @@ from mcp_memoryrouter.private import new_private_dir, open_private
 from mcp_memoryrouter.vault.search.lexical import BM25, Bm25, LexicalIndex, _Vault
 from mcp_memoryrouter.vault.search.postings import Segment, Vocabulary
 from mcp_memoryrouter.vault.search.rowtable import RowTable
+from mcp_memoryrouter.vault.search.seqs import SeqPositions
 
 FORMAT = 1
 _ARRAYS = ("starts", "positions", "counts", "peaks")
@@ -91,7 +92,7 @@ def load(directory: Path, params: Bm25 = BM25) -> tuple[LexicalIndex, dict[str, 
         table.columns[name][:size] = column
     table.size = table.live = size
     table._codes = {value: code for code, value in enumerate(manifest["strings"])}
-    table.where = dict(zip(columns["seq"].tolist(), range(size), strict=True))
+    table.where = SeqPositions.of(columns["seq"], np.arange(size))
     index._rows = table
     index._length = np.zeros(table.capacity, dtype=np.uint32)
     index._length[:size] = np.load(directory / "length.npy")

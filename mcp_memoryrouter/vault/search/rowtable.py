@@ -9,6 +9,7 @@ SQLite (PostgreSQL's twin is ``store/postgres/search.py:filter_sql``; the store 
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_memoryrouter.vault.rules.domain import SearchFilter
+from mcp_memoryrouter.vault.search.seqs import SeqPositions
 
 _GROW = 1.5
 
@@ -53,7 +55,8 @@ class RowTable:
     def __init__(self, capacity: int = 1024) -> None:
         self.size = 0  # positions used, dead ones included
         self.live = 0
-        self.where: dict[int, int] = {}  # seq -> position of its live row
+        # seq -> position of its live row (numpy arrays: 12 bytes a row, not a dict's ~100)
+        self.where: MutableMapping[int, int] = SeqPositions()
         self._codes: dict[str, int] = {}  # vault, session and key ids -> small ints
         self.columns: dict[str, npt.NDArray[Any]] = {
             n: np.zeros(capacity, dtype=t) for n, t in _COLUMNS.items()
@@ -117,8 +120,8 @@ class RowTable:
         fresh.size = positions.size
         fresh.live = int(np.count_nonzero(fresh.columns["alive"][: positions.size]))
         fresh._codes = dict(self._codes)
-        seqs = fresh.columns["seq"][: positions.size].tolist()
-        fresh.where = {seq: p for p, seq in enumerate(seqs) if fresh.columns["alive"][p]}
+        live = np.flatnonzero(fresh.columns["alive"][: positions.size])
+        fresh.where = SeqPositions.of(fresh.columns["seq"][live], live)
         return fresh
 
     def saved(
@@ -140,7 +143,7 @@ class RowTable:
             table.columns[name][:size] = columns[name]
         table.size = table.live = size
         table._codes = {value: code for code, value in enumerate(strings)}
-        table.where = dict(zip(columns["seq"].tolist(), range(size), strict=True))
+        table.where = SeqPositions.of(columns["seq"][:size], np.arange(size))
         return table
 
     def vault_positions(self, vault: str) -> npt.NDArray[np.intp]:
