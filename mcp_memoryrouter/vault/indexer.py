@@ -23,7 +23,7 @@ from mcp_memoryrouter.vault.search.embeddings import Embedders
 from mcp_memoryrouter.vault.store import Store
 
 log = logging.getLogger("mcp_memoryrouter.vault.indexer")
-BATCH = 64
+BATCH = 256  # rows a step takes: the local model runs each alone, so only steps cost
 GATHER_SECONDS = 0.05  # after a wake, for the writes just behind it (one batch, one call)
 # ...or this long while a small write waits for its vault's next search to embed it (so
 # the two do not embed the same rows at once); unsearched, it is the worker's after that
@@ -45,6 +45,8 @@ class EmbeddingWorker:
         self._fresh_lock = threading.Lock()
         self._fresh_at = -FRESH_SECONDS  # when the last small write was noted (monotonic)
         self._flushed = time.monotonic()
+        self._models: list[str] = []  # the queue's models, as last read (``step``)
+        self._models_at = -IDLE_SECONDS
 
     def start(self) -> None:
         if self._thread is None:
@@ -62,9 +64,23 @@ class EmbeddingWorker:
         self._wake.set()
 
     def step(self) -> int:
-        """Embed one batch per queued model; the number of rows embedded."""
+        """Embed one batch per queued model; the number of rows embedded. The queue's models
+        are read again when the ones known have nothing left, or every ``IDLE_SECONDS`` (a
+        scan of the whole queue, which a backlog makes long)."""
+        known = time.monotonic() - self._models_at < IDLE_SECONDS
+        done = self._step(self._models if known else self._queued_models())
+        if not done and known:
+            done = self._step(self._queued_models())
+        return done
+
+    def _queued_models(self) -> list[str]:
+        self._models = self._store.queued_models()
+        self._models_at = time.monotonic()
+        return self._models
+
+    def _step(self, models: Sequence[str]) -> int:
         done = 0
-        for model in self._store.queued_models():
+        for model in models:
             embedder = self._embedders.by_model_id(model)
             if embedder is None:
                 continue  # a model this server no longer offers: its rows stay queued

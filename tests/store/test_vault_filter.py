@@ -236,14 +236,16 @@ NOT_YET_PINNED = (
     ),
     Listed(
         _QUEUED + "WHERE q.model = ? AND m.id IN (?) ORDER BY q.seq LIMIT ?",
-        "an ingest embedding its own rows before it answers, through the worker's queue "
-        "(Store.take_embed_rows is given ids, not their vault); " + BY_ID,
+        "a search embedding its vault's latest small writes first (read your writes), "
+        "through the worker's queue (Store.take_embed_rows is given ids, not their vault); "
+        + BY_ID,
         (SQLITE,),
     ),
     Listed(
         _CLAIMED.format(among="AND seq IN (SELECT seq FROM memories WHERE id = ANY(?)) "),
-        "an ingest embedding its own rows before it answers, through the worker's queue "
-        "(Store.take_embed_rows is given ids, not their vault); " + BY_ID,
+        "a search embedding its vault's latest small writes first (read your writes), "
+        "through the worker's queue (Store.take_embed_rows is given ids, not their vault); "
+        + BY_ID,
         (POSTGRES,),
     ),
     # restoring (backup.link_deleted_sources, export_page)

@@ -121,8 +121,8 @@ def entries(*texts: str, importance: int = 6) -> list[dict[str, Any]]:
 def exercise(w: Workload) -> None:
     """Every route of the REST API, the embedding worker and the operator's key commands,
     over the vault of ``w.vault.key`` (which ends wiped) and a second vault."""
-    # As a serving vault's: a small ingest embeds its rows before it answers (the worker's
-    # thread is not started; the workload drains its queue itself).
+    # As a serving vault's: a search embeds its vault's latest small writes first (the
+    # worker's thread is not started; the workload drains its queue itself).
     w.vault.service.worker = w.vault.worker
     other = w.step("keys create: a new vault", w.vault.new_key)
     reader = keys(w)

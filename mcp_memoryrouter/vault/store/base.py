@@ -424,8 +424,8 @@ class Store(ABC):
         return self._take(model, limit, ())
 
     def take_embed_rows(self, model: str, ids: Sequence[str]) -> list[Pending]:
-        """The memories among ``ids`` still queued for ``model`` (an ingest embedding its
-        own few rows before it answers)."""
+        """The memories among ``ids`` still queued for ``model`` (a search embedding its
+        vault's latest small writes first: ``EmbeddingWorker.catch_up``)."""
         return self._take(model, len(ids), ids)
 
     def replace_model(self, old: str, new: str) -> int:
