@@ -120,6 +120,10 @@ def test_deleted_rows_and_vaults_leave_the_lists() -> None:
     index.remove_vault("b")
     assert index.search("b", vectors[3500], 10, SearchFilter()) == []
     assert len(index) == 2997
+    index.add(rows_of(["a", "a"], first=10), vectors[:2])  # seq 10 twice: the last vector stays
+    index.remove([10])
+    found = {seq for seq, _ in index.search("a", vectors[1], 3000, SearchFilter())}
+    assert 10 not in found and len(found) == 2996
 
 
 def test_an_index_saved_with_rows_added_and_deleted_since_its_fit_reads_back_the_same(

@@ -122,12 +122,14 @@ class VectorIndex:
     def add(self, rows: Sequence[IndexRow], vectors: npt.NDArray[np.float32]) -> None:
         with self._lock:
             table = self._rows
+            if table.reserve(table.size + len(rows)):
+                self._vectors.grow(table.capacity)
+            placed = []
             for row in rows:  # a new vector for a row: a new position (positions never change)
                 if table.drop(row.seq) is not None:
                     self.changes += 1
-            if table.reserve(table.size + len(rows)):
-                self._vectors.grow(table.capacity)
-            positions = np.array([table.put(row) for row in rows], dtype=np.intp)
+                placed.append(table.put(row))
+            positions = np.array(placed, dtype=np.intp)
             self._vectors.put(positions, vectors)
             self.changes += len(rows)
             if self._lists is not None and positions.size:
