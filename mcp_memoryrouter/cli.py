@@ -14,7 +14,7 @@ import click
 from mcp.server import MCPServer
 from pydantic import ValidationError
 
-from mcp_memoryrouter import __version__
+from mcp_memoryrouter import __version__, allocator
 from mcp_memoryrouter.accesslog import keep_secrets_out_of_the_access_log
 from mcp_memoryrouter.app import create_server, create_stdio_server
 from mcp_memoryrouter.client import VaultClient
@@ -63,6 +63,7 @@ def serve(host: str | None, port: int | None) -> None:
         settings.host = host
     if port is not None:
         settings.port = port
+    allocator.settle()  # two malloc arenas, free memory given back (allocator.py)
     try:
         server = create_server(settings)
     except StartupError as exc:

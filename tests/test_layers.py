@@ -28,6 +28,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
         [
             *["", "errors", "limits", "tokens", "private", "accesslog", "abilities", "words"],
+            "allocator",  # how much freed memory the process keeps (glibc's malloc)
             # the HTTP edge: loopback, a request's Host and Origin, bodies, whole answers,
             # token buckets, CORS, what gives a relayed request away
             "edge",
