@@ -269,7 +269,7 @@ class VectorIndex:
             entries, labels = entries[sort], labels[sort]
             positions = entries[np.sort(_firsts(entries))]  # each row beside its first list's
             # ... within its vault: a vault's rows in one run, so a search that scans a
-            # whole vault reads one stretch of memory (at 1M, a vault of 5 %: 36 -> 8 ms)
+            # whole vault reads one stretch of memory (at 1M, a vault of 5 %: p50 36 -> 20 ms)
             positions = positions[np.argsort(rows.columns["vault"][positions], kind="stable")]
             columns, strings = rows.saved(positions)
             moved = np.full(alive.size, -1, np.intp)
