@@ -75,7 +75,7 @@ class SQLiteStore(Store):
     def warm(self, models: Sequence[tuple[str, int]]) -> None:
         self._lexical_index()
         for model, dim in models:
-            self._index(model, dim).warm()
+            self._index(model, dim)  # loaded; a fit it needs runs in a thread of its own
 
     def close(self) -> None:
         self._save_lexicon()
