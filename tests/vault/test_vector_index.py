@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from mcp_memoryrouter.vault.rules.domain import NewRaw, SearchFilter
 from mcp_memoryrouter.vault.search import snapshot
@@ -216,6 +217,15 @@ def test_a_saved_index_and_the_vectors_stored_since_load_as_a_fresh_load_would(
     store.close()
     assert len(caught_up) == 21_200 and caught_up.fitted  # read from the file, not fitted anew
     assert held(caught_up) == held(fresh_load(database))
+    with saved.open("r+b") as f:  # cut short (a full disk, say): refused, read from SQLite
+        f.truncate(saved.stat().st_size // 2)
+    with pytest.raises(ValueError, match="cut short"):
+        snapshot.read(saved)
+    store = SQLiteStore(database, serving=True)
+    with store._reader_conn() as conn:
+        reloaded = sqlite_vectors.load_index(conn, MODEL, DIM, saved)
+    store.close()
+    assert len(reloaded) == 21_200 and not reloaded.fitted
 
 
 def test_a_delete_removes_the_saved_index_so_a_reused_seq_cannot_bring_a_vector_back(
