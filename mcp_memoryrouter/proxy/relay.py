@@ -288,9 +288,12 @@ class ChatProxy:
             key = self._key_of(request)
             chosen = options(request.headers)
             vault = self._vault.with_key(key).as_surface("proxy")  # stored_by: the proxy's
-            info = await _checked(vault)  # before a byte of the body is read
+            info, admitted = await _checked(vault)  # before a byte of the body is read
             body = await self._body(request)
-            call, forwarded = await self._before(fmt, body, vault, info, chosen, asked_at)
+            call, forwarded = await self._before(fmt, body, admitted, info, chosen, asked_at)
+            # the store after the answer presents the key again: revoked meanwhile, it
+            # stores nothing
+            call.vault = vault
         except MemoryRouterError as refused:
             return _refusal(refused)
         return await self._send(request, call, "POST", target, forwarded)
@@ -335,7 +338,7 @@ class ChatProxy:
             self._admission.check(request.headers, json_body=request.method == "POST")
             key = self._key_of(request)
             chosen = options(request.headers)
-            info = await _checked(self._vault.with_key(key))
+            info, _ = await _checked(self._vault.with_key(key))
             body = await self._body(request) if request.method == "POST" else None
         except MemoryRouterError as refused:
             return _refusal(refused)
@@ -479,16 +482,19 @@ def _refusal(refused: MemoryRouterError) -> Response:
     return refusal
 
 
-async def _checked(vault: VaultClient) -> schemas.KeyInfo | MemoryRouterError:
+async def _checked(
+    vault: VaultClient,
+) -> tuple[schemas.KeyInfo | MemoryRouterError, VaultClient]:
     """The key's check, before the body is read: no key the vault knows, no body read and
     no call relayed. A vault that cannot answer at all is the call's problem to report,
-    not a refusal (the call goes on without memory)."""
+    not a refusal (the call goes on without memory). With it, the client the call's
+    prepare uses: in process, it does not look the key up again."""
     try:
-        return await vault.key_info()
+        return await vault.admitted()
     except (Unauthorized, InvalidRequest, RateLimited):
         raise
     except MemoryRouterError as exc:
-        return exc
+        return exc, vault
 
 
 async def _prepared(
