@@ -247,6 +247,9 @@ def test_a_restart_reads_the_saved_index_and_catches_up_with_the_rows(
     assert_same_as_fts(data, rng, ["a", "b"])  # loaded from FTS5, then saved
     assert not _segments_mapped(store)
     store.close()
+    saved = tmp_path / "vault.sqlite3.lexical"
+    assert (saved.stat().st_mode & 0o777) == 0o700  # the vault's words: owner only
+    assert {f.stat().st_mode & 0o777 for f in saved.iterdir()} == {0o600}
 
     data.store = SQLiteStore(path)  # writes the saved index does not hold
     data.raw("a", 40)
