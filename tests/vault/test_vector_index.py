@@ -253,3 +253,22 @@ def test_a_delete_removes_the_saved_index_so_a_reused_seq_cannot_bring_a_vector_
     store.close()
     assert loaded.fitted and len(loaded) == 20_099
     assert held(loaded) == held(fresh_load(database))
+
+
+def test_replacing_another_model_keeps_this_models_saved_index(tmp_path: Path) -> None:
+    """Every start asks to replace the local model's earlier forms; that must not throw
+    away the saved index of a model that stays (a million rows refitted at each start)."""
+    database = tmp_path / "vault.sqlite3"
+    saved = sqlite_vectors.snapshot_path(str(database), MODEL)
+    store = SQLiteStore(database, serving=True)
+    store.create_vault("v", "ref-v", 0)
+    store_rows(store, "v", 0, 20_100)
+    query = VectorQuery(MODEL, DIM, np.eye(DIM, dtype=np.float32)[0])
+    store.search_vectors("v", query, 5, SearchFilter())
+    store._indexes[MODEL].wait()
+    assert saved.exists()
+    store.replace_model("an-earlier-model", "its-successor")
+    assert saved.exists()
+    store.replace_model(MODEL, "its-successor")
+    assert not saved.exists()
+    store.close()

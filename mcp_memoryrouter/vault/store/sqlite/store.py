@@ -321,6 +321,9 @@ class SQLiteStore(Store):
         return loaded
 
     def _forget_model(self, model: str) -> None:
-        vectors.drop_snapshots(self._path)
+        """A replaced model's index and its saved file go; other models' stay (every start
+        asks to replace the local model's earlier forms, usually with nothing to do)."""
+        if (saved := self._snapshot(model)) is not None:
+            saved.unlink(missing_ok=True)
         with self._index_lock:
             self._indexes.pop(model, None)
