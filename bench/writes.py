@@ -10,8 +10,9 @@ calls by turns (so both see the same load), then each bulk in turn:
   that returns a vector per text at once, so only the server's own cost counts):
   - ``store_memory`` over MCP (the SDK's client, Streamable HTTP), each followed by a
     ``search_memories`` whose query shares no word with the fact, only its meaning (the
-    double gives ``zq{n}alpha`` and ``zq{n}beta`` one direction): p50/p95 of the store, p50
-    of the search, and how many facts the next search found first;
+    double gives ``zq{n}alpha`` and ``zq{n}beta`` one direction): p50/p95 of the store, the
+    server's CPU per store (user + system, every thread, from /proc: clock ticks, so the
+    mean), p50 of the search, and how many facts the next search found first;
   - REST ingest of 1 message (keep-alive), p50/p95;
   - bulk: ``--bulk`` chat lines in requests of 1,000 into a new vault: messages per second
     acknowledged, then the seconds until none is pending (searchable by meaning), and the
@@ -167,15 +168,16 @@ def ok(result: Any) -> dict[str, Any]:
     return structured
 
 
-async def calls(servers: dict[str, tuple[str, str]], samples: int) -> dict[str, Any]:
+async def calls(servers: dict[str, tuple[str, str, int]], samples: int) -> dict[str, Any]:
     """On each server, by turns: store_memory then search_memories by meaning (MCP), and a
     REST ingest of 1 message; ``samples`` of each after 10 warm-up rounds."""
     out: dict[str, Any] = {
-        label: {"store": [], "search": [], "found": 0, "ingest": []} for label in servers
+        label: {"store": [], "store_cpu": [], "search": [], "found": 0, "ingest": []}
+        for label in servers
     }
     async with AsyncExitStack() as stack:
         clients = {}
-        for label, (url, key) in servers.items():
+        for label, (url, key, _) in servers.items():
             headers = {"Authorization": f"Bearer {key}"}
             rest = await stack.enter_async_context(
                 httpx2.AsyncClient(base_url=url, headers=headers, timeout=120)
@@ -189,9 +191,11 @@ async def calls(servers: dict[str, tuple[str, str]], samples: int) -> dict[str, 
             for label, (rest, mcp) in clients.items():
                 figures = out[label]
                 fact = {"content": f"Note {n}: the parcel code is zq{n}alpha."}
+                cpu = cpu_seconds(servers[label][2])
                 start = time.perf_counter()
                 stored = ok(await mcp.call_tool("store_memory", fact))
                 took = (time.perf_counter() - start) * 1000
+                cpu = (cpu_seconds(servers[label][2]) - cpu) * 1000
                 start = time.perf_counter()
                 hits = ok(await mcp.call_tool("search_memories", {"query": f"zq{n}beta"}))
                 searched = (time.perf_counter() - start) * 1000
@@ -201,6 +205,7 @@ async def calls(servers: dict[str, tuple[str, str]], samples: int) -> dict[str, 
                 ingested = (time.perf_counter() - start) * 1000
                 if n >= 10:
                     figures["store"].append(took)
+                    figures["store_cpu"].append(cpu)
                     figures["search"].append(searched)
                     figures["ingest"].append(ingested)
                     figures["found"] += [m["id"] for m in hits["memories"][:1]] == stored["ids"]
@@ -251,9 +256,7 @@ def run(
                 with httpx2.Client(base_url=url, headers={"X-Memory-Key": key}) as http:
                     bulk(http, pid, 2_000, 1_000)  # a vault that holds something
             print("calls, by turns ...", file=sys.stderr)
-            turns = anyio.run(
-                calls, {k: (u, key) for k, (u, key, _) in servers.items()}, args.samples
-            )
+            turns = anyio.run(calls, servers, args.samples)
             for label, figures in turns.items():
                 results[label].update(figures)
         for label, cwd in versions:
@@ -327,6 +330,10 @@ def rows(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> list[l
     if args.samples:
         out += [
             ["MCP store_memory p50 / p95 ms", *each(lambda r: f2(r["store"]))],
+            [
+                "server CPU ms per store_memory, mean (all threads)",
+                *each(lambda r: f"{sum(r['store_cpu']) / len(r['store_cpu']):.1f}"),
+            ],
             ["MCP search_memories right after, p50 ms", *each(lambda r: f1(r["search"]))],
             [
                 "that search found the fact first (by meaning alone)",
