@@ -120,13 +120,19 @@ def lifebench_vaults(folder: Path) -> list[dict[str, Any]]:
 
 
 STORIES_SEED = 11  # bench/stories.py measures with seed 7: its histories are never trained on
+PLAIN_OFFSET = 500  # the plain-worded histories (set ``stories-plain``) are others of seed 11
 
 
-def build_stories(http: httpx2.Client, key: str, history: int) -> dict[str, Any]:
-    """One generated history in one vault; its planted lines labelled with their session."""
+def build_stories(
+    http: httpx2.Client, key: str, history: int, plain: bool = False
+) -> dict[str, Any]:
+    """One generated history in one vault; its planted lines labelled with their session.
+    ``plain``: the questions use their evidence's words (``stories.py --wording plain``), on
+    other histories of the same seed."""
     from bench import stories
 
-    convs, questions = stories.generate(random.Random(STORIES_SEED * 1000 + history), 50)
+    rng = random.Random(STORIES_SEED * 1000 + history + (PLAIN_OFFSET if plain else 0))
+    convs, questions = stories.generate(rng, 50, plain)
     planted = set(stories.PLANTED)
     by_memory: dict[str, list[str]] = {}
     for conv in convs:
@@ -154,12 +160,17 @@ def build_stories(http: httpx2.Client, key: str, history: int) -> dict[str, Any]
         }
         for n, q in enumerate(questions)
     ]
-    return {"name": f"h{history}", "key": key, "memories": by_memory, "questions": asked}
+    return {
+        "name": f"{'p' if plain else 'h'}{history}",
+        "key": key,
+        "memories": by_memory,
+        "questions": asked,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("set", choices=["locomo", "lifebench", "stories"])
+    parser.add_argument("set", choices=["locomo", "lifebench", "stories", "stories-plain"])
     parser.add_argument("source", type=Path)
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
@@ -167,10 +178,11 @@ def main() -> None:
     data_dir.mkdir(parents=True, exist_ok=False)
     meta: list[dict[str, Any]] = []
     env = {"MEMORYROUTER_EMBEDDINGS": "local", "MEMORYROUTER_EMBED_THREADS": "2"}
-    if args.set == "stories":
+    if args.set.startswith("stories"):
+        plain = args.set == "stories-plain"
         keys = [create_key(data_dir, {}) for _ in range(int(str(args.source)))]
         with server(data_dir, env) as url, httpx2.Client(base_url=url, timeout=300) as http:
-            meta = [build_stories(http, key, h) for h, key in enumerate(keys)]
+            meta = [build_stories(http, key, h, plain) for h, key in enumerate(keys)]
             wait_indexed(http, keys)
         (args.out / args.set / "meta.json").write_text(json.dumps(meta))
         return

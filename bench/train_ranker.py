@@ -4,6 +4,7 @@
     python bench/ranker_corpus.py locomo ../shared/bench-data/locomo/locomo10.json /tmp/ranker
     python bench/ranker_corpus.py lifebench /tmp/lifebench_sub /tmp/ranker
     python bench/ranker_corpus.py stories 6 /tmp/ranker
+    python bench/ranker_corpus.py stories-plain 6 /tmp/ranker   # optional: plain wording
     python bench/train_ranker.py /tmp/ranker [--write] [--train lifebench:lumingqiang,...]
 
 Each question of the built vaults (``bench/ranker_corpus.py``) is searched in-process with the
@@ -153,11 +154,23 @@ def valid(asked: list[Asked]) -> list[Asked]:
     return out
 
 
-def group(q: Asked) -> tuple[np.ndarray, np.ndarray]:
+NEWER_LABEL = 1.0  # --newer-label: the label of an update's newer statement (see group)
+
+
+def group(q: Asked, newer_label: float = NEWER_LABEL) -> tuple[np.ndarray, np.ndarray]:
+    """A question's feature rows and labels: 1 for evidence, and for a generated history's
+    update (its evidence the old and the new statement's sessions, numbered in the order told)
+    ``newer_label`` for the newer statement, which the page must show first (1: as the older;
+    2 teaches lambdarank to put it above)."""
     rows = matrix(q.found, learned.RERANK)
     head = q.found.ordered[: learned.RERANK]
+    newest = max(q.gold) if q.dataset.startswith("stories") and q.type == "update" else None
     labels = np.array(
-        [float(bool(q.gold & set(q.labels.get(h.memory.id, ())))) for h in head], dtype=np.float32
+        [
+            newer_label if newest in held else float(bool(q.gold & held))
+            for held in (set(q.labels.get(h.memory.id, ())) for h in head)
+        ],
+        dtype=np.float32,
     )
     return rows, labels
 
@@ -189,7 +202,14 @@ def measures(q: Asked, ranked: list[str]) -> dict[str, float]:
     out = {f"R@{k}": recall(ranked, q.gold, k) for k in (1, 5, 10, 50)}
     if q.dataset == "locomo":
         out["session R@5"] = session_recall(ranked, q.gold, 5)
+    if q.dataset.startswith("stories") and q.type == "update":
+        out["newer@5"] = newer(ranked[:5], min(q.gold), max(q.gold))
     return out
+
+
+def newer(top: list[str], older: str, newest: str) -> float:
+    """1 when ``newest`` is in ``top`` above ``older`` (as bench/stories.py's newer@k)."""
+    return float(newest in top and (older not in top or top.index(newest) < top.index(older)))
 
 
 def train(groups: list[tuple[np.ndarray, np.ndarray]], rounds: int) -> Any:
@@ -218,14 +238,16 @@ def calibrate(raw: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     return float(a), float(b)
 
 
-def fit(asked: list[Asked], rounds: int, about: str) -> tuple[learned.LearnedRanker, Any]:
-    groups = [group(q) for q in asked]
+def fit(
+    asked: list[Asked], rounds: int, about: str, newer_label: float = NEWER_LABEL
+) -> tuple[learned.LearnedRanker, Any]:
+    groups = [group(q, newer_label) for q in asked]
     groups = [g for g in groups if g[1].any()]
     booster = train(groups, rounds)
     trees = learned.trees_from_lightgbm(booster.dump_model())
     rows = np.vstack([g[0] for g in groups])
     labels = np.concatenate([g[1] for g in groups])
-    a, b = calibrate(trees.raw(rows), labels)
+    a, b = calibrate(trees.raw(rows), np.minimum(labels, 1.0))
     return learned.LearnedRanker(trees, a, b, about), booster
 
 
@@ -240,14 +262,14 @@ def compare(held: list[Asked], ranker: learned.LearnedRanker, title: str) -> Non
         by_type[(q.dataset, "all")].append((today, new))
     rows = []
     for (name, kind), pairs in sorted(by_type.items()):
-        metrics = list(pairs[0][0])
+        metrics = [m for m in pairs[0][0] if all(m in p[0] for p in pairs)]
         cells = []
         for m in metrics:
             t = 100 * sum(p[0][m] for p in pairs) / len(pairs)
             n = 100 * sum(p[1][m] for p in pairs) / len(pairs)
             cells.append(f"{t:.1f} → {n:.1f}")
         rows.append([name, kind, str(len(pairs)), *cells] + [""] * (5 - len(cells)))
-    print(f"\n{title} (today → learned)")
+    print(f"\n{title} (today → learned; stories' updates: the last column is newer@5)")
     print(table(["set", "type", "n", "R@1", "R@5", "R@10", "R@50", "session R@5"], rows))
 
 
@@ -260,7 +282,7 @@ def calibration_table(held: list[Asked], ranker: learned.LearnedRanker) -> None:
         p = ranker.probabilities(rows)
         idx = np.digitize(p, bins) - 1
         np.add.at(counts, idx, 1)
-        np.add.at(hits, idx, labels)
+        np.add.at(hits, idx, np.minimum(labels, 1.0))
     print("\ncalibration on held-out candidates (probability bin: candidates, share evidence)")
     for i in range(len(counts)):
         share = hits[i] / counts[i] if counts[i] else 0
@@ -285,12 +307,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--floor", type=float, default=learned.FLOOR)
+    parser.add_argument("--newer-label", type=float, default=NEWER_LABEL)
     args = parser.parse_args()
     learned.FLOOR = args.floor  # what the pages below are cut with
     asked = [q for name in args.sets.split(",") for q in valid(search_all(args.root, name))]
     chosen = select(asked, args.train)
     started = time.perf_counter()
-    ranker, booster = fit(chosen, args.rounds, f"LightGBM lambdarank, {args.train}")
+    ranker, booster = fit(
+        chosen, args.rounds, f"LightGBM lambdarank, {args.train}", args.newer_label
+    )
     print(
         f"trained on {len(chosen)} questions in {time.perf_counter() - started:.1f} s; "
         f"calibration a={ranker.a:.3f} b={ranker.b:.3f}",

@@ -24,6 +24,7 @@ from mcp_memoryrouter.vault.search.features import (
     FEATURES,
     Candidates,
     held_window,
+    like_later,
     matrix,
     names_in,
     numbers_in,
@@ -108,6 +109,37 @@ def candidates() -> Candidates:
     return Candidates(
         "When did Caroline paint the lake in 2022?", lexical, dense, ordered, {}, window
     )
+
+
+def test_a_like_statement_told_later_marks_the_older_and_the_newest() -> None:
+    # 0 and 2: the same words ten days apart, scores far under the best; 1, 3 and 4: no
+    # shared words, but fused scores within 20 % of each other near the best
+    dates = [START, START + DAY, START + 10 * DAY, START + 4 * DAY, START + 20 * DAY]
+    scores = [0.2, 0.60, 0.1, 0.62, 0.52]
+    held = [
+        {"i", "moved", "to", "lyon"},
+        {"big", "change"},
+        {"i", "moved", "to", "lisbon"},
+        {"we", "relocated"},
+        {"small", "talk"},
+    ]
+    out = like_later(dates, scores, held)
+    assert [round(float(v), 3) for v in out[:, 0]] == [
+        round(float(np.log1p(10)), 3),  # 2 says much the same ten days later
+        round(float(np.log1p(19)), 3),  # 4 answers as closely, 19 days later
+        0.0,
+        round(float(np.log1p(16)), 3),
+        0.0,
+    ]
+    assert list(out[:, 1]) == [0.0, 0.0, 1.0, 0.0, 1.0]  # 2 and 4 are the newest of theirs
+
+
+def test_statements_of_one_day_or_like_nothing_are_no_update() -> None:
+    # the same words within one day (one conversation), and a lone candidate
+    out = like_later([START, START + DAY // 2], [0.5, 0.5], [{"a", "b"}, {"a", "b"}])
+    assert out.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert like_later([START], [0.5], [{"a"}]).tolist() == [[0.0, 0.0]]
+    assert like_later([], [], []).shape == (0, 2)
 
 
 def test_the_features_of_three_candidates() -> None:
