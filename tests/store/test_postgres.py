@@ -178,6 +178,7 @@ def test_broad_queries_use_hnsw_and_selective_ones_score_exactly(url: str) -> No
     vectors = unit(rng, len(pending))
     store.put_vectors("m", pending, vectors)
     assert store.pending_embeddings("v") == 0
+    store.warm([("m", DIM)])  # the embedding worker builds the index at start-up
     query = unit(rng, 1)[0]
     truth = np.argsort(-(vectors @ query))[:10]
     expected = [pending[i].row.seq for i in truth]

@@ -66,6 +66,8 @@ NOT_VAULT_DATA = {
     "memories_instances": "a temporary view of SQLite's FTS5 index the BM25 index loads from",
     "lexical_log": "a temporary table of the SQLite writer: rows its last commit changed",
     "rate_buckets": "PostgreSQL's shared rate-limit budgets, one per caller (a key, an address)",
+    "pg_index": "PostgreSQL's catalogue: whether a model's HNSW index is valid yet",
+    "pg_class": "PostgreSQL's catalogue: the name of a model's HNSW index",
     # The authorization server's and the explorer's state, in the same database on
     # PostgreSQL (auth/state/store.py, auth/server/signing_keys.py, ui/sessions.py): the store
     # never reads them; a grant, an identity or a session names its vault by reference (vault_ref).

@@ -9,6 +9,7 @@ whatever the filter (see :mod:`.vectors`).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
@@ -43,6 +44,10 @@ T = TypeVar("T")
 _RETRIES = 3  # a deadlock or serialization failure is retried: the use case runs again whole
 # One take in this many also forgets buckets full again (a full bucket and none are the same)
 _SWEEP_EVERY = 1000
+_CLOSE_WAIT_SECONDS = 5.0  # a background index build left unfinished is rebuilt later
+
+log = logging.getLogger(__name__)
+
 # Refill, then spend a token if there is one, in one statement by the database's clock: the
 # same answer whichever replica asks. Parameters: caller, burst, per_ms (4 uses), burst (3).
 _TAKE = """
@@ -162,14 +167,51 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise unavailable(exc) from exc
         self._takes = 0
-        self._indexed: set[tuple[str, int]] = set()
+        self._indexed: set[tuple[str, int]] = set()  # spaces whose index is known valid
+        self._builds: dict[tuple[str, int], threading.Thread] = {}
         self._index_lock = threading.Lock()
         self._common = lexical.CommonTerms()
 
     def warm(self, models: Sequence[tuple[str, int]]) -> None:
-        """Nothing to load: PostgreSQL keeps its indexes itself."""
+        """Nothing to load, but each model's HNSW index to build when it is missing or
+        invalid (run by the embedding worker at start-up, off the request path)."""
+        for model, dim in models:
+            self.build_vector_index(model, dim)
+
+    def build_vector_index(self, model: str, dim: int) -> bool:
+        """Build ``model``'s HNSW index unless it is valid; False when another replica is
+        building it. Minutes at 100k vectors: never on a request's path."""
+        try:
+            with psycopg.connect(self.url, autocommit=True, prepare_threshold=None) as conn:
+                built = vectors.build_index(conn, model, dim)
+                valid = vectors.index_state(conn, model, dim)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise unavailable(exc) from exc
+        if valid:
+            self._indexed.add((model, dim))
+        return built
+
+    def _build_later(self, space: tuple[str, int]) -> None:
+        """Build ``space``'s index in the background, once at a time in this process."""
+        with self._index_lock:
+            running = self._builds.get(space)
+            if running is not None and running.is_alive():
+                return
+            thread = threading.Thread(
+                target=self._build_quietly, args=space, name="hnsw-build", daemon=True
+            )
+            self._builds[space] = thread
+            thread.start()
+
+    def _build_quietly(self, model: str, dim: int) -> None:
+        try:
+            self.build_vector_index(model, dim)
+        except Exception as exc:  # a search retries it; searches score exactly meanwhile
+            log.error("building the vector index of %s failed: %s", model, type(exc).__name__)
 
     def close(self) -> None:
+        for thread in list(self._builds.values()):
+            thread.join(_CLOSE_WAIT_SECONDS)  # one still running ends with the process
         self._pool.close()
 
     shares_rate_limits = True
@@ -262,11 +304,15 @@ class PostgresStore(Store):
         self, vault_id: str, query: VectorQuery, k: int, where: SearchFilter
     ) -> list[ScoredMemory]:
         space = (query.model, query.dim)
-        with self._index_lock:
-            if space not in self._indexed:
-                self._run(lambda c: vectors.ensure_index(c, *space))
-                self._indexed.add(space)
-        return self._run(lambda c: vectors.search(c, vault_id, query, k, where, self._exact_max))
+        indexed = space in self._indexed
+        hits, path = self._run(
+            lambda c: vectors.search(c, vault_id, query, k, where, self._exact_max, indexed)
+        )
+        if path == "approximate":
+            self._indexed.add(space)
+        elif path == "unindexed":
+            self._build_later(space)
+        return hits
 
     def _similar_sources(
         self, model: str, tx: Tx, vault_id: str, memory: Memory, offset: int, limit: int

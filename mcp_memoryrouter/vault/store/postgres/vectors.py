@@ -1,8 +1,10 @@
 """Vectors in PostgreSQL with pgvector: the embedding queue as a table, and search that is
 exact where it must be and approximate (HNSW) where it may be.
 
-Vectors of every model share one table with an untyped ``vector`` column; the first search
-of a model creates its partial HNSW index over ``vec::vector(dim)``. HNSW answers broad
+Vectors of every model share one table with an untyped ``vector`` column, and each model has
+a partial HNSW index over ``vec::vector(dim)``, built off the request path by
+:func:`build_index` (at start-up, or in the background after a search that wanted it); a
+search never builds it, and until it is valid a broad search scores exactly. HNSW answers broad
 queries in milliseconds at recall ~1.0 but loses most of its recall under a selective filter
 (a date window, one tier, a small vault among many), so a search first counts the rows its
 filter leaves, up to ``EXACT_MAX`` (the vault's memories, from its counters, when the vault
@@ -84,18 +86,42 @@ def index_name(model: str, dim: int) -> str:
     return "vectors_hnsw_" + hashlib.sha256(f"{model}\0{dim}".encode()).hexdigest()[:16]
 
 
-def ensure_index(conn: Conn, model: str, dim: int) -> None:
-    """The model's partial HNSW index (m=16, ef_construction=64), created once."""
+def index_state(conn: Conn, model: str, dim: int) -> bool | None:
+    """True when the model's index is valid, False when it exists but is not (a build in
+    progress, or one a crash or a cancel left behind), None when there is none."""
+    row = conn.execute(
+        "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE c.relname = %s AND c.relnamespace = to_regnamespace(current_schema())::oid",
+        (index_name(model, dim),),
+    ).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def build_index(conn: Conn, model: str, dim: int) -> bool:
+    """Build the model's partial HNSW index (m=16, ef_construction=64) unless it is valid;
+    False when another builder holds it. ``conn``: an autocommit connection to the server
+    itself (``CREATE INDEX CONCURRENTLY`` runs outside a transaction and takes no lock that
+    stops writes or searches), which holds the advisory lock for the build. An index left
+    invalid by a crashed or cancelled build is dropped and built again."""
     name = index_name(model, dim)
-    # Replicas searching a new model at once: one builds, the others wait and find it.
-    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
-    conn.execute(
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw "
-            "((vec::vector({})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
-            "WHERE model = {}"
-        ).format(sql.Identifier(name), sql.Literal(dim), sql.Literal(model))
-    )
+    got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (name,)).fetchone()
+    if not (got and got[0]):
+        return False
+    try:
+        if index_state(conn, model, dim) is False:
+            conn.execute(
+                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
+            )
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON vectors USING hnsw "
+                "((vec::vector({})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+                "WHERE model = {}"
+            ).format(sql.Identifier(name), sql.Literal(dim), sql.Literal(model))
+        )
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+    return True
 
 
 def search(
@@ -105,7 +131,11 @@ def search(
     k: int,
     where: SearchFilter,
     exact_max: int = EXACT_MAX,
-) -> list[ScoredMemory]:
+    indexed: bool = False,
+) -> tuple[list[ScoredMemory], str]:
+    """The best ``k`` and the path that found them: ``exact``, ``approximate``, or
+    ``unindexed`` (broad, but scored exactly: the model's index is not valid yet).
+    ``indexed``: the index is known valid, so the catalog need not be asked."""
     model, dim = query.model, query.dim
     conditions, params = filter_sql(where)
     # Literals, not parameters, for the model and the dimension: the planner must see them to
@@ -130,9 +160,10 @@ def search(
         ).fetchone()
     count = int(row[0]) if row else 0
     if count == 0:
-        return []
+        return [], "exact"
+    unindexed = count >= exact_max and not (indexed or index_state(conn, model, dim))
     distance = f"(v.vec::{cast}) <=> %s::{cast}"
-    if count < exact_max:
+    if count < exact_max or unindexed:
         # Exact: score every filtered row, carrying only its seq and id to the sort (the
         # memories' columns are read for the best k alone: 20 -> 13 ms at 10k). OFFSET 0
         # fences the subquery so the ORDER BY can not be served by the approximate index.
@@ -142,7 +173,8 @@ def search(
             "JOIN memories m ON m.seq = d.seq AND m.vault_id = %s ORDER BY d.dist, m.id",
             [vector_literal(query.vector), vault_id, *params, k, vault_id],
         ).fetchall()
-        return [ScoredMemory(memory_from_row(r, r[11]), 1.0 - float(r[10])) for r in rows]
+        hits = [ScoredMemory(memory_from_row(r, r[11]), 1.0 - float(r[10])) for r in rows]
+        return hits, "unindexed" if unindexed else "exact"
     # The filter is broad: the approximate index is the path, chosen here rather than
     # left to cost estimates that favour a full scan and sort on smaller tables.
     conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
@@ -155,7 +187,7 @@ def search(
         [vector_literal(query.vector), vault_id, *params, k],
     ).fetchall()
     hits = [ScoredMemory(memory_from_row(r, r[11]), 1.0 - float(r[10])) for r in rows]
-    return sorted(hits, key=lambda h: -(h.score or 0.0))
+    return sorted(hits, key=lambda h: -(h.score or 0.0)), "approximate"
 
 
 def similar_sources(
