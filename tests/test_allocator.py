@@ -10,8 +10,9 @@ import pytest
 
 from mcp_memoryrouter import allocator
 
-# 200 MB in blocks under malloc's mmap threshold (so in its heap), every 50th kept alive so
-# that the free ones lie between live ones; resident MiB just after, and after half a second.
+# 200 MB in blocks under malloc's mmap threshold (so in its heap), written to (zeroed memory
+# fresh from the system is not resident until touched), every 50th kept alive so that the
+# free ones lie between live ones; resident MiB just after, and after half a second.
 CHILD = """
 import sys, time
 from mcp_memoryrouter import allocator
@@ -23,7 +24,7 @@ def rss():
 
 if sys.argv[1] == "settled":
     allocator.settle(every=0.05)
-blocks = [bytearray(100_000) for _ in range(2000)]
+blocks = [b"\x01" * 100_000 for _ in range(2000)]
 kept = blocks[::50]
 del blocks
 freed = rss()
