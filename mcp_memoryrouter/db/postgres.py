@@ -170,6 +170,14 @@ class Pool(ConnectionPool[Conn]):
                     raise
 
 
+@contextmanager
+def direct(url: str) -> Iterator[Conn]:
+    """A connection of its own in autocommit mode, outside every pool: for statements that
+    cannot run in a transaction (``CREATE INDEX CONCURRENTLY``) and may take minutes."""
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
+        yield conn
+
+
 def unavailable(exc: BaseException) -> StoreUnavailable:
     """The 503 a caller answers when the database failed it: a message that says what to do,
     and the ``Retry-After`` to send."""

@@ -120,11 +120,26 @@ def test_an_invalid_index_left_by_a_crashed_build_is_rebuilt(url: str) -> None:
 
 
 def test_a_second_builder_skips_while_one_builds(url: str) -> None:
+    """A build under way (here one waiting for a writer's open transaction, as a concurrent
+    build does) is left alone: not dropped as invalid, not started twice."""
     store, _ = filled(url)
     name = vectors.index_name("m", DIM)
-    with psycopg.connect(url) as holder:
-        holder.execute("SELECT pg_advisory_lock(hashtext(%s))", (name,))
-        assert store.build_vector_index("m", DIM) is False
-    assert index_state(url) is None
-    assert store.build_vector_index("m", DIM) is True
+    statement = sql.SQL(
+        "CREATE INDEX CONCURRENTLY {} ON vectors USING hnsw ((vec::vector({})) "
+        "vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE model = 'm'"
+    ).format(sql.Identifier(name), sql.Literal(DIM))
+    with psycopg.connect(url) as writer, psycopg.connect(url, autocommit=True) as other:
+        writer.execute("LOCK TABLE vectors IN ROW EXCLUSIVE MODE")  # an open write
+        first = threading.Thread(target=other.execute, args=(statement,))
+        first.start()
+        with psycopg.connect(url, autocommit=True) as conn:
+            while not vectors.building(conn, name):
+                assert first.is_alive()
+            assert index_state(url) is False  # under way: not valid yet
+            assert store.build_vector_index("m", DIM) is False
+            assert vectors.building(conn, name)  # still the first build's
+        writer.rollback()
+        first.join(30)
+    assert index_state(url) is True
+    assert store.build_vector_index("m", DIM) is True  # valid: nothing to do
     store.close()

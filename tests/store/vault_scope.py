@@ -68,6 +68,7 @@ NOT_VAULT_DATA = {
     "rate_buckets": "PostgreSQL's shared rate-limit budgets, one per caller (a key, an address)",
     "pg_index": "PostgreSQL's catalogue: whether a model's HNSW index is valid yet",
     "pg_class": "PostgreSQL's catalogue: the name of a model's HNSW index",
+    "pg_stat_progress_create_index": "PostgreSQL's view of index builds under way: whether one is",
     # The authorization server's and the explorer's state, in the same database on
     # PostgreSQL (auth/state/store.py, auth/server/signing_keys.py, ui/sessions.py): the store
     # never reads them; a grant, an identity or a session names its vault by reference (vault_ref).

@@ -22,7 +22,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import PoolTimeout
 
 from mcp_memoryrouter.db import Tx
-from mcp_memoryrouter.db.postgres import Conn, PgTx, Pool, pool, unavailable
+from mcp_memoryrouter.db.postgres import Conn, PgTx, Pool, direct, pool, unavailable
 from mcp_memoryrouter.vault.rules import counters
 from mcp_memoryrouter.vault.rules.date_words import date_words
 from mcp_memoryrouter.vault.rules.domain import (
@@ -182,7 +182,7 @@ class PostgresStore(Store):
         """Build ``model``'s HNSW index unless it is valid; False when another replica is
         building it. Minutes at 100k vectors: never on a request's path."""
         try:
-            with psycopg.connect(self.url, autocommit=True, prepare_threshold=None) as conn:
+            with direct(self.url) as conn:
                 built = vectors.build_index(conn, model, dim)
                 valid = vectors.index_state(conn, model, dim)
         except (psycopg.Error, PoolTimeout) as exc:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from psycopg import sql
+from psycopg import errors, sql
 
 from mcp_memoryrouter.db.postgres import Conn
 from mcp_memoryrouter.vault.rules.domain import Memory, ScoredMemory, SearchFilter
@@ -99,19 +99,20 @@ def index_state(conn: Conn, model: str, dim: int) -> bool | None:
 
 def build_index(conn: Conn, model: str, dim: int) -> bool:
     """Build the model's partial HNSW index (m=16, ef_construction=64) unless it is valid;
-    False when another builder holds it. ``conn``: an autocommit connection to the server
-    itself (``CREATE INDEX CONCURRENTLY`` runs outside a transaction and takes no lock that
-    stops writes or searches), which holds the advisory lock for the build. An index left
-    invalid by a crashed or cancelled build is dropped and built again."""
+    False when another builder is at it. ``conn``: an autocommit connection (``CREATE INDEX
+    CONCURRENTLY`` runs outside a transaction and takes no lock that stops writes or
+    searches). A build under way shows in ``pg_stat_progress_create_index``, which one
+    statement reads, so no session lock is held across statements (through a pooler in
+    transaction mode such a lock can outlive its session on a server connection). An index
+    left invalid by a crashed or cancelled build, with no build under way, is dropped and
+    built again; two builders starting at the same moment: one makes it, the other's
+    statement fails and it returns False."""
     name = index_name(model, dim)
-    got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (name,)).fetchone()
-    if not (got and got[0]):
+    if building(conn, name):
         return False
+    if index_state(conn, model, dim) is False:
+        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
     try:
-        if index_state(conn, model, dim) is False:
-            conn.execute(
-                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
-            )
         conn.execute(
             sql.SQL(
                 "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON vectors USING hnsw "
@@ -119,9 +120,19 @@ def build_index(conn: Conn, model: str, dim: int) -> bool:
                 "WHERE model = {}"
             ).format(sql.Identifier(name), sql.Literal(dim), sql.Literal(model))
         )
-    finally:
-        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+    except (errors.UniqueViolation, errors.DuplicateTable, errors.DeadlockDetected):
+        return False  # another builder took the name first
     return True
+
+
+def building(conn: Conn, name: str) -> bool:
+    """Whether a ``CREATE INDEX CONCURRENTLY`` of index ``name`` is under way."""
+    row = conn.execute(
+        "SELECT 1 FROM pg_stat_progress_create_index p JOIN pg_class c "
+        "ON c.oid = p.index_relid WHERE c.relname = %s",
+        (name,),
+    ).fetchone()
+    return row is not None
 
 
 def search(
