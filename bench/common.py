@@ -8,12 +8,16 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
+import numpy as np
+import numpy.typing as npt
 
 
 def free_port() -> int:
@@ -46,6 +50,42 @@ def server(
     url = f"http://127.0.0.1:{port}"
     with answering(proc, lambda: httpx2.get(url + "/healthz", timeout=1), "server", 60):
         yield url
+
+
+@contextmanager
+def embeddings_upstream(
+    embed: Callable[[Sequence[str]], npt.NDArray[np.float32]], model: str
+) -> Iterator[str]:
+    """An instant embedding service for the ``openai`` embedder: ``POST /v1/embeddings`` in
+    the OpenAI shape, answered with ``embed``'s vectors, on a loopback port of its own."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            data = [
+                {"index": i, "embedding": v, "object": "embedding"}
+                for i, v in enumerate(embed(texts).round(5).tolist())
+            ]
+            payload = json.dumps({"data": data, "model": model}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
 
 
 @contextmanager

@@ -29,17 +29,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import random
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -48,10 +45,12 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import code_version, free_port, p50, p95, table
+from bench.common import code_version, embeddings_upstream, free_port, p50, p95, table
 from bench.load import cpu_seconds
+from bench.vault import postgres_database
 from mcp_memoryrouter.vault.rules.domain import Role
 from mcp_memoryrouter.vault.service import IncomingMessage, VaultService
+from mcp_memoryrouter.vault.store import Store
 from mcp_memoryrouter.vault.store.sqlite import SQLiteStore
 
 DIM = 384
@@ -213,42 +212,51 @@ class WordVectors:
         return (out / np.where(norms == 0, 1, norms)).astype(np.float32)
 
 
-@contextmanager
-def embedding_double(vectors: WordVectors) -> Iterator[str]:
-    """``POST /v1/embeddings`` in the OpenAI shape, on a loopback port of its own."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            data = [
-                {"index": i, "embedding": v.tolist(), "object": "embedding"}
-                for i, v in enumerate(vectors.embed(texts))
-            ]
-            payload = json.dumps({"data": data, "model": MODEL}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *_: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-
-
 def build(data_dir: Path, size: int, lines: Lines, vectors: WordVectors) -> str:
     """The vault: ``size`` raw memories over three years, in sessions of 40 lines, each with
     its vector stored as the server's embedder would (model ``openai:bench-words``)."""
+    import sqlite3
+
     data_dir.mkdir(parents=True, exist_ok=True)
-    store = SQLiteStore(data_dir / "vault.sqlite3")
+    key = _fill(SQLiteStore(data_dir / "vault.sqlite3"), size, lines)
+    conn = sqlite3.connect(data_dir / "vault.sqlite3")
+    seqs = conn.execute("SELECT seq, content FROM memories ORDER BY seq").fetchall()
+    for chunk in _embedded(seqs, vectors):
+        conn.executemany(
+            "INSERT OR REPLACE INTO vectors (seq, model, vec) VALUES (?, ?, ?)",
+            [(seq, f"openai:{MODEL}", v.tobytes()) for seq, v in chunk],
+        )
+        conn.commit()
+    conn.execute("DELETE FROM embed_queue")
+    conn.commit()
+    conn.close()
+    (data_dir / "key").write_text(key)
+    return key
+
+
+def build_postgres(url: str, data_dir: Path, size: int, lines: Lines, vectors: WordVectors) -> str:
+    """The same vault in PostgreSQL (a database of its own), vectors copied in."""
+    import psycopg
+
+    from mcp_memoryrouter.vault.store.postgres import PostgresStore
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = _fill(PostgresStore(url, pool_min=0, pool_max=2), size, lines)
+    with psycopg.connect(url) as conn:
+        seqs = conn.execute("SELECT seq, content FROM memories ORDER BY seq").fetchall()
+        with conn.cursor().copy("COPY vectors (seq, model, vec) FROM STDIN") as copy:
+            for chunk in _embedded(seqs, vectors):
+                for seq, v in chunk:
+                    copy.write_row((seq, f"openai:{MODEL}", "[" + ",".join(map(str, v)) + "]"))
+        conn.execute("DELETE FROM embed_queue")
+        conn.execute("ANALYZE")
+    (data_dir / "key").write_text(key)
+    return key
+
+
+def _fill(store: Store, size: int, lines: Lines) -> str:
+    """A new vault of ``size`` generated lines, ingested 2,000 at a time without vectors;
+    the store closed after. Its key."""
     service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
     key, _ = service.create_vault()
     access = service.authenticate(key)
@@ -263,64 +271,17 @@ def build(data_dir: Path, size: int, lines: Lines, vectors: WordVectors) -> str:
         if start % 100_000 == 0:
             print(f"    {start:,} rows, {time.perf_counter() - started:.0f} s", file=sys.stderr)
     store.close()
-    _store_vectors(data_dir / "vault.sqlite3", lines, vectors)
-    (data_dir / "key").write_text(key)
     return key
 
 
-def build_postgres(url: str, data_dir: Path, size: int, lines: Lines, vectors: WordVectors) -> str:
-    """The same vault in PostgreSQL (a database of its own), vectors copied in."""
-    from mcp_memoryrouter.vault.store.postgres import PostgresStore
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    store = PostgresStore(url, pool_min=0, pool_max=2)
-    service = VaultService(store, clock=lambda: time.time_ns() // 1_000_000, lease_seconds=900)
-    key, _ = service.create_vault()
-    access = service.authenticate(key)
-    step = 3 * 365 * DAY_MS // size
-    for start in range(0, size, 2000):
-        batch = []
-        for i in range(start, min(size, start + 2000)):
-            role, text = lines.line(i)
-            batch.append(IncomingMessage(role, text, START_MS + i * step, f"s{i // 40}"))
-        service.ingest(access, batch, None, embeddings="none")
-    store.close()
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        seqs = conn.execute("SELECT seq, content FROM memories ORDER BY seq").fetchall()
-        with conn.cursor().copy("COPY vectors (seq, model, vec) FROM STDIN") as copy:
-            for start in range(0, len(seqs), 20_000):
-                chunk = seqs[start : start + 20_000]
-                matrix = vectors.embed([content for _, content in chunk])
-                for (seq, _), m in zip(chunk, matrix, strict=True):
-                    copy.write_row((seq, f"openai:{MODEL}", "[" + ",".join(map(str, m)) + "]"))
-        conn.execute("DELETE FROM embed_queue")
-        conn.execute("ANALYZE")
-    (data_dir / "key").write_text(key)
-    return key
-
-
-def _store_vectors(path: Path, lines: Lines, vectors: WordVectors) -> None:
-    """Every memory's vector, written as the embedding worker writes them (bench set-up)."""
-    import sqlite3
-
-    conn = sqlite3.connect(path)
-    seqs = conn.execute("SELECT seq, content FROM memories ORDER BY seq").fetchall()
+def _embedded(
+    seqs: Sequence[tuple[int, str]], vectors: WordVectors
+) -> Iterator[list[tuple[int, npt.NDArray[np.float32]]]]:
+    """Each memory's (seq, vector), 20,000 at a time (bench set-up: what the worker writes)."""
     for start in range(0, len(seqs), 20_000):
         chunk = seqs[start : start + 20_000]
         matrix = vectors.embed([content for _, content in chunk])
-        conn.executemany(
-            "INSERT OR REPLACE INTO vectors (seq, model, vec) VALUES (?, ?, ?)",
-            [
-                (seq, f"openai:{MODEL}", m.tobytes())
-                for (seq, _), m in zip(chunk, matrix, strict=True)
-            ],
-        )
-        conn.commit()
-    conn.execute("DELETE FROM embed_queue")
-    conn.commit()
-    conn.close()
+        yield [(seq, v) for (seq, _), v in zip(chunk, matrix, strict=True)]
 
 
 def questions(lines: Lines) -> dict[str, list[str]]:
@@ -459,23 +420,6 @@ def postgres(database_url: str | None) -> Iterator[str]:
         yield url
 
 
-@contextmanager
-def pg_database(admin_url: str, size: int) -> Iterator[str]:
-    import psycopg
-
-    from tests.pg import with_database
-
-    name = f"memoryrouter_million_{size}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
-        conn.execute(f'CREATE DATABASE "{name}"'.encode())
-    try:
-        yield with_database(admin_url, name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
@@ -491,7 +435,7 @@ def main() -> None:
     codes = [("this", None)] + ([(f"{args.root}", args.root)] if args.root else [])
     results: dict[str, dict[str, dict[str, float]]] = {}
     try:
-        with embedding_double(vectors) as double:
+        with embeddings_upstream(vectors.embed, MODEL) as double:
             for size in [int(s) for s in args.sizes.split(",")]:
                 data_dir = base / str(size)
                 if not (data_dir / "key").is_file():
@@ -530,7 +474,7 @@ def on_postgres(
     double: str,
 ) -> dict[str, float]:
     """The size built and served on PostgreSQL, with this checkout's code."""
-    with postgres(args.database_url) as admin, pg_database(admin, size) as url:
+    with postgres(args.database_url) as admin, postgres_database(admin, size) as url:
         data_dir = base / f"pg-{size}"
         shutil.rmtree(data_dir, ignore_errors=True)
         t = time.perf_counter()

@@ -25,18 +25,15 @@ calls by turns (so both see the same load), then each bulk in turn:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack, ExitStack, contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager, AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +46,16 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import answering, code_version, free_port, new_vault, p50, p95, table
+from bench.common import (
+    answering,
+    code_version,
+    embeddings_upstream,
+    free_port,
+    new_vault,
+    p50,
+    p95,
+    table,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,39 +99,9 @@ class Double:
         return (out / np.where(norms == 0, 1, norms)).astype(np.float32)
 
 
-@contextmanager
-def embedding_double() -> Iterator[str]:
-    """``POST /v1/embeddings`` in the OpenAI shape, on a loopback port of its own."""
-    double = Double()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            data = [
-                {"index": i, "embedding": v, "object": "embedding"}
-                for i, v in enumerate(double.embed(texts).round(5).tolist())
-            ]
-            payload = json.dumps({"data": data, "model": "double"}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *_: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
+def embedding_double() -> AbstractContextManager[str]:
+    """The instant embedding service, answering with :class:`Double`'s vectors."""
+    return embeddings_upstream(Double().embed, "double")
 
 
 @contextmanager

@@ -84,6 +84,18 @@ class Load:
             if not ok:
                 self.wrong.append(f"503 {response.headers} {body}")
 
+    def answered(
+        self, response: httpx2.Response | None, took: float, failed: str, what: str
+    ) -> None:
+        """A page or a call that must be a 200, or a 503 that names when to try again."""
+        if response is not None and response.status_code == 503:
+            with self.lock:
+                self.unavailable.append(took)
+                if not response.headers.get("retry-after", "").isdigit():
+                    self.wrong.append(f"{what} 503 without Retry-After: {response.text[:200]}")
+        elif response is None or response.status_code != 200:
+            self.other(failed or f"{what} {response and response.status_code}")
+
     def other(self, what: str) -> None:
         with self.lock:
             self.wrong.append(what)
@@ -158,14 +170,7 @@ def reader(base: str, key: str, load: Load) -> None:
         )
         assert signed_in.status_code == 303, signed_in.text
         while not load.stop.is_set():
-            page, took, failed = timed(browser.get, "/ui")
-            if page is not None and page.status_code == 503:
-                with load.lock:
-                    load.unavailable.append(took)
-                    if not page.headers.get("retry-after", "").isdigit():
-                        load.wrong.append(f"explorer 503 without Retry-After: {page.text[:200]}")
-            elif page is None or page.status_code != 200:
-                load.other(failed or f"explorer {page and page.status_code}")
+            load.answered(*timed(browser.get, "/ui"), "explorer")
             time.sleep(0.1)
 
 
@@ -179,14 +184,7 @@ def lister(base: str, token: str, load: Load) -> None:
     }
     with httpx2.Client(base_url=base, timeout=60) as http:
         while not load.stop.is_set():
-            response, took, failed = timed(http.post, "/mcp", json=call, headers=headers)
-            if response is not None and response.status_code == 503:
-                with load.lock:
-                    load.unavailable.append(took)
-                    if not response.headers.get("retry-after", "").isdigit():
-                        load.wrong.append(f"/mcp 503 without Retry-After: {response.text[:200]}")
-            elif response is None or response.status_code != 200:
-                load.other(failed or f"/mcp {response and response.status_code}")
+            load.answered(*timed(http.post, "/mcp", json=call, headers=headers), "/mcp")
             time.sleep(0.1)
 
 

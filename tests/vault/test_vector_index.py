@@ -186,6 +186,20 @@ def held(index: VectorIndex) -> dict[int, tuple[str, int, bytes]]:
     }
 
 
+def saved_large_index(database: Path, rows: int) -> tuple[SQLiteStore, Path, VectorQuery]:
+    """A serving store over a vault of ``rows`` memories whose index was loaded by a search,
+    fitted and saved beside the database: the store, the saved file, the query used."""
+    saved = sqlite_vectors.snapshot_path(str(database), MODEL)
+    store = SQLiteStore(database, serving=True)
+    store.create_vault("v", "ref-v", 0)
+    store_rows(store, "v", 0, rows)
+    query = VectorQuery(MODEL, DIM, np.eye(DIM, dtype=np.float32)[0])
+    store.search_vectors("v", query, 5, SearchFilter())  # loads; a large index fits and saves
+    store._indexes[MODEL].wait()
+    assert saved.exists() and saved.stat().st_mode & 0o077 == 0  # owner-only
+    return store, saved, query
+
+
 def fresh_load(database: Path) -> VectorIndex:
     store = SQLiteStore(database)
     try:
@@ -199,14 +213,7 @@ def test_a_saved_index_and_the_vectors_stored_since_load_as_a_fresh_load_would(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "vault.sqlite3"
-    saved = sqlite_vectors.snapshot_path(str(database), MODEL)
-    store = SQLiteStore(database, serving=True)
-    store.create_vault("v", "ref-v", 0)
-    store_rows(store, "v", 0, 20_500)
-    query = VectorQuery(MODEL, DIM, np.eye(DIM, dtype=np.float32)[0])
-    store.search_vectors("v", query, 5, SearchFilter())  # loads; a large index fits and saves
-    store._indexes[MODEL].wait()
-    assert saved.exists() and saved.stat().st_mode & 0o077 == 0  # owner-only
+    store, saved, _ = saved_large_index(database, 20_500)
     store.close()
     other = SQLiteStore(database)  # not serving: its writes leave the file alone
     store_rows(other, "v", 20_500, 700)
@@ -232,14 +239,7 @@ def test_a_delete_removes_the_saved_index_so_a_reused_seq_cannot_bring_a_vector_
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "vault.sqlite3"
-    saved = sqlite_vectors.snapshot_path(str(database), MODEL)
-    store = SQLiteStore(database, serving=True)
-    store.create_vault("v", "ref-v", 0)
-    store_rows(store, "v", 0, 20_100)
-    query = VectorQuery(MODEL, DIM, np.eye(DIM, dtype=np.float32)[0])
-    store.search_vectors("v", query, 5, SearchFilter())
-    store._indexes[MODEL].wait()
-    assert saved.exists()
+    store, saved, query = saved_large_index(database, 20_100)
     store.delete_ids("v", ["v-20099", "v-5"])
     assert not saved.exists()
     found = store.search_vectors("v", query, 20_100, SearchFilter())
@@ -258,15 +258,7 @@ def test_a_delete_removes_the_saved_index_so_a_reused_seq_cannot_bring_a_vector_
 def test_replacing_another_model_keeps_this_models_saved_index(tmp_path: Path) -> None:
     """Every start asks to replace the local model's earlier forms; that must not throw
     away the saved index of a model that stays (a million rows refitted at each start)."""
-    database = tmp_path / "vault.sqlite3"
-    saved = sqlite_vectors.snapshot_path(str(database), MODEL)
-    store = SQLiteStore(database, serving=True)
-    store.create_vault("v", "ref-v", 0)
-    store_rows(store, "v", 0, 20_100)
-    query = VectorQuery(MODEL, DIM, np.eye(DIM, dtype=np.float32)[0])
-    store.search_vectors("v", query, 5, SearchFilter())
-    store._indexes[MODEL].wait()
-    assert saved.exists()
+    store, saved, _ = saved_large_index(tmp_path / "vault.sqlite3", 20_100)
     store.replace_model("an-earlier-model", "its-successor")
     assert saved.exists()
     store.replace_model(MODEL, "its-successor")
