@@ -132,14 +132,22 @@ def test_a_second_builder_skips_while_one_builds(url: str) -> None:
         writer.execute("LOCK TABLE vectors IN ROW EXCLUSIVE MODE")  # an open write
         first = threading.Thread(target=other.execute, args=(statement,))
         first.start()
-        with psycopg.connect(url, autocommit=True) as conn:
-            while not vectors.building(conn, name):
-                assert first.is_alive()
-            assert index_state(url) is False  # under way: not valid yet
-            assert store.build_vector_index("m", DIM) is False
-            assert vectors.building(conn, name)  # still the first build's
-        writer.rollback()
-        first.join(30)
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                while not vectors.building(conn, name):
+                    assert first.is_alive()
+                assert index_state(url) is False  # under way: not valid yet
+                assert store.build_vector_index("m", DIM) is False
+                assert vectors.building(conn, name)  # still the first build's
+                query = unit(np.random.default_rng(9), 1)[0]
+                broad(store, query)  # scored exactly; one attempt to build, which skips
+                tried = store._builds[("m", DIM)]
+                tried.join(10)
+                broad(store, query)  # within the retry interval: no second attempt
+                assert store._builds[("m", DIM)] is tried
+        finally:  # the first build goes on and ends, whatever was asserted
+            writer.rollback()
+            first.join(30)
     assert index_state(url) is True
     assert store.build_vector_index("m", DIM) is True  # valid: nothing to do
     store.close()

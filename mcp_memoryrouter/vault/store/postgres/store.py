@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TypeVar
@@ -45,6 +46,9 @@ _RETRIES = 3  # a deadlock or serialization failure is retried: the use case run
 # One take in this many also forgets buckets full again (a full bucket and none are the same)
 _SWEEP_EVERY = 1000
 _CLOSE_WAIT_SECONDS = 5.0  # a background index build left unfinished is rebuilt later
+# between two attempts of one process to build a model's index (another replica may be at
+# it for an hour at a million vectors: not a connection per broad search meanwhile)
+_BUILD_RETRY_SECONDS = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +173,7 @@ class PostgresStore(Store):
         self._takes = 0
         self._indexed: set[tuple[str, int]] = set()  # spaces whose index is known valid
         self._builds: dict[tuple[str, int], threading.Thread] = {}
+        self._build_tried: dict[tuple[str, int], float] = {}  # monotonic seconds
         self._index_lock = threading.Lock()
         self._common = lexical.CommonTerms()
 
@@ -192,11 +197,16 @@ class PostgresStore(Store):
         return built
 
     def _build_later(self, space: tuple[str, int]) -> None:
-        """Build ``space``'s index in the background, once at a time in this process."""
+        """Build ``space``'s index in the background, once at a time in this process and at
+        most once a ``_BUILD_RETRY_SECONDS``."""
         with self._index_lock:
             running = self._builds.get(space)
             if running is not None and running.is_alive():
                 return
+            now = time.monotonic()
+            if now - self._build_tried.get(space, -_BUILD_RETRY_SECONDS) < _BUILD_RETRY_SECONDS:
+                return
+            self._build_tried[space] = now
             thread = threading.Thread(
                 target=self._build_quietly, args=space, name="hnsw-build", daemon=True
             )
