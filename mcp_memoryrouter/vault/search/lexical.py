@@ -23,11 +23,19 @@ of its largest count in a row of length 0. Tokens are taken by bound, highest (r
 first. A row scores at least what any one of its tokens gives it, so once the k-th largest
 gain of a token taken beats the bounds of the tokens not taken added up, a row holding none
 of the tokens taken cannot reach the top k (nor tie with it): the rows holding them are the
-candidates, scored exactly, token by token in the query's order, the other tokens' postings
+candidates. Of those, a row whose gains from the tokens taken plus the bounds of the others
+stay under the k-th largest of those gains cannot reach the top k either, and is dropped.
+The rest are scored exactly, token by token in the query's order, the other tokens' postings
 read where they are few or else probed by binary search per candidate. A common word asked
 beside rarer ones then costs at most 16 postings per candidate whatever its count.
-:attr:`LexicalIndex.scored` counts the postings read. Questions of common words only still
-read the postings of most of their words: exact top k needs them.
+:attr:`LexicalIndex.scored` counts the postings read.
+
+**The budget.** Taking tokens stops too when the next one's postings would bring those read
+past :data:`CANDIDATE_POSTINGS` (the first token is always taken): the commoner tokens then
+only score the rows the rarer ones found, and a row holding only common words is no
+candidate. Below the budget the answer is exact; past it (a question of common words only,
+in a vault of hundreds of thousands of rows) the cost stops growing with how many rows hold
+those words, and every row returned still has its exact score.
 
 Tokens come from FTS5's own tokenizer (the store tokenizes with an in-memory FTS5
 table), so this module never stems or splits text itself. Deleted rows stay in the
@@ -71,6 +79,10 @@ _MERGE_FROM = 65_536  # tail postings tolerated before a merge is considered
 _MERGE_SHARE = 4  # ... and the tail merges once it holds a quarter of the segment's postings
 _SLACK = 1e-9  # relative: what rounding may add to a sum of bounds
 _UNFILTERED = SearchFilter()
+# Postings read to find the candidates: the rarest token's whatever their number, then rarer
+# before commoner while the sum stays within this; past it, the commoner tokens only score
+# the rows the rarer ones found (the module's docstring, "The budget").
+CANDIDATE_POSTINGS = 65_536
 _PROBE_SHARE = 16  # dead rows counted by binary search while 16 of them cost less than a pass
 
 
@@ -118,10 +130,15 @@ class _Term:
     idf: float
     bound: float  # no row gains more than this from one occurrence of the token in the query
 
+    @property
+    def postings(self) -> int:
+        return sum(p.size for p, _ in self.parts)
+
 
 class LexicalIndex:
-    def __init__(self, params: Bm25 = BM25) -> None:
+    def __init__(self, params: Bm25 = BM25, budget: int = CANDIDATE_POSTINGS) -> None:
         self.params = params
+        self.budget = budget  # postings read to find candidates, past the first token
         self._lock = threading.Lock()
         self._rows = RowTable()
         self._length = np.zeros(self._rows.capacity, dtype=np.uint32)
@@ -291,43 +308,82 @@ class LexicalIndex:
         where: SearchFilter,
     ) -> list[tuple[int, float]]:
         """MaxScore: take tokens by bound until the k-th largest gain of one of them beats
-        what the rest could add to a row that holds none of the tokens taken; then score
-        the rows holding tokens taken, token by token in the query's order as FTS5 adds."""
+        what the rest could add to a row that holds none of the tokens taken, or until the
+        next token's postings would pass the budget; keep the rows holding tokens taken
+        that the rest could still lift into the k best; score those, token by token in the
+        query's order as FTS5 adds."""
         times = Counter(query)
         ranked = sorted(terms, key=lambda t: -terms[t].bound * times[t])
         rest = [0.0] * (len(ranked) + 1)
         for j in range(len(ranked) - 1, -1, -1):
             rest[j] = rest[j + 1] + terms[ranked[j]].bound * times[ranked[j]]
         taken: dict[str, tuple[Rows, npt.NDArray[np.float64]]] = {}
-        floor = 0.0  # k rows of the candidates score at least this
+        floor, read = 0.0, 0  # k rows of the candidates score at least ``floor``
         for j, token in enumerate(ranked, start=1):
             at, gain = taken[token] = self._gains(terms[token], average, where)
-            self.scored += sum(p.size for p, _ in terms[token].parts)
-            if j == len(ranked):
+            read += terms[token].postings
+            if j == len(ranked) or read + terms[ranked[j]].postings > self.budget:
                 break
             if gain.size >= k:  # a row scores at least what one of its tokens gives it
                 floor = max(floor, np.partition(gain, gain.size - k)[gain.size - k] * times[token])
                 if floor > rest[j] * (1.0 + _SLACK):
                     break
+        self.scored += read
         buffer, marks = self._partial(), self._marks  # zero and False outside a search
-        new_rows: list[Rows] = []
+        found = self._union(taken)
         try:
-            for at, _ in taken.values():
-                new_rows.append(at[~marks[at]])
-                marks[new_rows[-1]] = True
-            found = np.concatenate(new_rows)
+            found = self._liftable(found, taken, times, rest[len(taken)], k)
+            marks[found] = True
             for token in query:  # FTS5's order of addition: the same doubles
                 if token in taken:
                     at, gain = taken[token]
+                    hit = marks[at]
+                    at, gain = at[hit], gain[hit]
                 else:
                     at, gain = self._probe(found, terms[token], average)
                 buffer[at] += gain
             scores = buffer[found]
         finally:
-            for rows in new_rows:
-                buffer[rows] = 0.0
-                marks[rows] = False
+            buffer[found] = 0.0
+            marks[found] = False
         return self._best(found, scores, k)
+
+    def _union(self, taken: dict[str, tuple[Rows, npt.NDArray[np.float64]]]) -> Rows:
+        """The rows holding any token taken, each once (:attr:`_marks` left False)."""
+        marks, parts = self._marks, []
+        try:
+            for at, _ in taken.values():
+                parts.append(at[~marks[at]])
+                marks[parts[-1]] = True
+        finally:
+            for rows in parts:
+                marks[rows] = False
+        return np.concatenate(parts)
+
+    def _liftable(
+        self,
+        found: Rows,
+        taken: dict[str, tuple[Rows, npt.NDArray[np.float64]]],
+        times: Counter[str],
+        rest: float,
+        k: int,
+    ) -> Rows:
+        """The rows of ``found`` that may still be among the k best: what the tokens taken
+        give them, plus ``rest`` (the bounds of the tokens not taken), reaches the k-th
+        largest of what the tokens taken give. Rows below it cannot be in the k best nor
+        tie with it, so no token not taken is looked up for them."""
+        if found.size <= k or rest <= 0.0:
+            return found
+        buffer = self._buffer
+        try:
+            for token, (at, gain) in taken.items():
+                buffer[at] += gain * times[token]
+            partial = buffer[found]
+        finally:
+            buffer[found] = 0.0
+        least = np.partition(partial, found.size - k)[found.size - k]
+        keep: Rows = found[partial + rest * (1.0 + _SLACK) >= least]
+        return keep
 
     def _partial(self) -> npt.NDArray[np.float64]:
         """A zeroed buffer of a float per position, kept between searches (under the lock),

@@ -98,17 +98,22 @@ def load(directory: Path, params: Bm25 = BM25) -> tuple[LexicalIndex, dict[str, 
     index._length[:size] = np.load(directory / "length.npy")
     for key, (rows, tokens) in manifest["vaults"].items():
         code = int(key)
-        arrays = {
-            name: np.load(path, mmap_mode="r" if name in _MAPPED else None)
-            for name in _ARRAYS
-            for path in [directory / f"v{code}_{name}.npy"]
-        }
+        arrays = {n: _open(directory / f"v{code}_{n}.npy", n in _MAPPED) for n in _ARRAYS}
         ends = array("q")
         ends.frombytes((directory / f"v{code}_ends").read_bytes())
         vocabulary = Vocabulary((directory / f"v{code}_blob").read_bytes(), ends)
         segment = Segment(vocabulary, **arrays)
         index._vaults[code] = _Vault(segment=segment, rows=rows, tokens=tokens)
     return index, manifest["meta"]
+
+
+def _open(path: Path, mapped: bool) -> np.ndarray[Any, Any]:
+    """The array saved at ``path``; memory-mapped as a plain array when ``mapped`` (a
+    ``np.memmap`` slices through Python code: a search takes thousands of slices)."""
+    array: np.ndarray[Any, Any] = (
+        np.load(path, mmap_mode="r").view(np.ndarray) if mapped else np.load(path)
+    )
+    return array
 
 
 def _write(path: Path, values: np.ndarray[Any, Any]) -> None:
