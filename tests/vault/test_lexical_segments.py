@@ -176,6 +176,24 @@ def test_a_common_word_costs_a_probe_per_candidate_not_a_pass_over_its_postings(
     assert cost(["the", "kiwi"]) > 8_000  # without a rarer word, the common one is read
 
 
+def test_a_candidate_the_next_word_cannot_lift_is_not_looked_up_in_the_commoner_ones() -> None:
+    """200 rows hold "zebra" (the candidates), 4,000 "kiwi", 8,000 "the". Once "kiwi" is looked
+    up for each candidate, a candidate without it cannot reach the best 10 by "the" alone, so
+    "the" is looked up for fewer candidates than "kiwi" was; the answer stays the plain BM25."""
+    rng, reference = random.Random(8), Reference(lexical.BM25)
+    docs = []
+    for seq in range(1, 20_001):
+        words = ["fig"] + (["zebra"] if seq % 100 == 0 else [])
+        words += (["kiwi"] if rng.random() < 0.2 else []) + (["the"] if rng.random() < 0.4 else [])
+        docs.append(LexicalDoc(IndexRow(seq, "a", 1, None, 0, 0, None), Counter(words)))
+    reference.docs = {d.row.seq: d for d in docs}
+    index = LexicalIndex()
+    index.add(docs)
+    found = index.search("a", ["zebra", "kiwi", "the"], 10, SearchFilter())
+    assert found == reference.search("a", ["zebra", "kiwi", "the"], 10, SearchFilter())
+    assert 200 + 200 < index.scored < 200 + 200 + 200  # zebra's, kiwi's per candidate, fewer
+
+
 def test_past_the_budget_common_words_only_score_the_rows_rarer_words_found() -> None:
     """Rows found by "zebra" (30 of them) are scored with every word asked, exactly; "kiwi"
     and "the" (held by most rows) would pass a budget of 1,000 postings, so no row holding only

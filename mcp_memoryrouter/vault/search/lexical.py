@@ -23,10 +23,12 @@ of its largest count in a row of length 0. Tokens are taken by bound, highest (r
 first. A row scores at least what any one of its tokens gives it, so once the k-th largest
 gain of a token taken beats the bounds of the tokens not taken added up, a row holding none
 of the tokens taken cannot reach the top k (nor tie with it): the rows holding them are the
-candidates. Of those, a row whose gains from the tokens taken plus the bounds of the others
-stay under the k-th largest of those gains cannot reach the top k either, and is dropped.
-The rest are scored exactly, token by token in the query's order, the other tokens' postings
-read where they are few or else probed by binary search per candidate. A common word asked
+candidates. Of those, a row whose gains from the tokens looked up so far plus the bounds of
+the others stay under the k-th largest of those sums cannot reach the top k either, and is
+dropped; the other tokens are looked up one by one, highest bound first, for the candidates
+left, dropping again after each (their postings read where they are few or else probed by
+binary search per candidate). The rows left are scored exactly, token by token in the
+query's order. A common word asked
 beside rarer ones then costs at most 16 postings per candidate whatever its count.
 :attr:`LexicalIndex.scored` counts the postings read.
 
@@ -331,25 +333,57 @@ class LexicalIndex:
         self.scored += read
         buffer, marks = self._partial(), self._marks  # zero and False outside a search
         found = self._union(taken)
+        looked = dict(taken)  # each token's rows among the candidates, and its gains there
         try:
-            found = self._liftable(found, taken, times, rest[len(taken)], k)
+            partial = self._sums(found, taken, times)
+            found, partial = _liftable(found, partial, rest[len(taken)], k)
+            for j in range(len(taken), len(ranked)):  # the rest, highest bound first
+                token = ranked[j]
+                marks[found] = True
+                try:
+                    looked[token] = self._probe(found, terms[token], average)
+                finally:
+                    marks[found] = False
+                partial += self._sums(found, {token: looked[token]}, times)
+                found, partial = _liftable(found, partial, rest[j + 1], k)
             marks[found] = True
             for token in query:  # FTS5's order of addition: the same doubles
-                if token in taken:
-                    at, gain = taken[token]
-                    hit = marks[at]
-                    at, gain = at[hit], gain[hit]
-                else:
-                    at, gain = self._probe(found, terms[token], average)
-                buffer[at] += gain
+                at, gain = looked[token]
+                hit = marks[at]
+                buffer[at[hit]] += gain[hit]
             scores = buffer[found]
         finally:
             buffer[found] = 0.0
             marks[found] = False
         return self._best(found, scores, k)
 
+    def _sums(
+        self,
+        found: Rows,
+        looked: dict[str, tuple[Rows, npt.NDArray[np.float64]]],
+        times: Counter[str],
+    ) -> npt.NDArray[np.float64]:
+        """What the tokens ``looked`` up give each row of ``found`` (0 where a row holds none
+        of them), a token asked twice counted twice."""
+        if len(looked) == 1:
+            [(token, (at, gain))] = looked.items()
+            if at is found:  # the candidates are that token's rows
+                return gain * times[token]
+        buffer = self._buffer
+        try:
+            for token, (at, gain) in looked.items():
+                buffer[at] += gain * times[token]
+            sums: npt.NDArray[np.float64] = buffer[found]
+        finally:
+            for at, _ in looked.values():
+                buffer[at] = 0.0
+        return sums
+
     def _union(self, taken: dict[str, tuple[Rows, npt.NDArray[np.float64]]]) -> Rows:
         """The rows holding any token taken, each once (:attr:`_marks` left False)."""
+        if len(taken) == 1:
+            [(at, _)] = taken.values()
+            return at
         marks, parts = self._marks, []
         try:
             for at, _ in taken.values():
@@ -359,31 +393,6 @@ class LexicalIndex:
             for rows in parts:
                 marks[rows] = False
         return np.concatenate(parts)
-
-    def _liftable(
-        self,
-        found: Rows,
-        taken: dict[str, tuple[Rows, npt.NDArray[np.float64]]],
-        times: Counter[str],
-        rest: float,
-        k: int,
-    ) -> Rows:
-        """The rows of ``found`` that may still be among the k best: what the tokens taken
-        give them, plus ``rest`` (the bounds of the tokens not taken), reaches the k-th
-        largest of what the tokens taken give. Rows below it cannot be in the k best nor
-        tie with it, so no token not taken is looked up for them."""
-        if found.size <= k or rest <= 0.0:
-            return found
-        buffer = self._buffer
-        try:
-            for token, (at, gain) in taken.items():
-                buffer[at] += gain * times[token]
-            partial = buffer[found]
-        finally:
-            buffer[found] = 0.0
-        least = np.partition(partial, found.size - k)[found.size - k]
-        keep: Rows = found[partial + rest * (1.0 + _SLACK) >= least]
-        return keep
 
     def _partial(self) -> npt.NDArray[np.float64]:
         """A zeroed buffer of a float per position, kept between searches (under the lock),
@@ -511,6 +520,20 @@ class LexicalIndex:
                 vault = index._vaults.setdefault(code, _Vault())
                 vault.rows, vault.tokens = size, int(tokens_by[code])
         return index
+
+
+def _liftable(
+    found: Rows, partial: npt.NDArray[np.float64], rest: float, k: int
+) -> tuple[Rows, npt.NDArray[np.float64]]:
+    """The rows of ``found`` that may still be among the k best, and their ``partial`` sums:
+    what the tokens looked up give a row, plus ``rest`` (the bounds of the others), reaches
+    the k-th largest of those sums. A row below it can neither be among the k best nor tie
+    with the k-th, so no other token is looked up for it."""
+    if found.size <= k:
+        return found, partial
+    least = np.partition(partial, found.size - k)[found.size - k]
+    keep = partial + rest * (1.0 + _SLACK) >= least
+    return found[keep], partial[keep]
 
 
 def _runs(ordered: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
