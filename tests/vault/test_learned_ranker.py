@@ -305,7 +305,7 @@ def test_a_page_of_probabilities_spreads_with_the_learned_decay() -> None:
     ordered = [*one, *other, *filler]
     found = Candidates("lake", ordered[:4], ordered, ordered, {})
     # p: a0 0.5, a1 0.38, a2 0.28, b 0.21, filler 0.0067; 0.38 x 0.85 = 0.32 would keep a1
-    # above b, 0.38 x 0.35 = 0.13 does not
+    # above b, 0.38 x 0.2 = 0.08 (the learned decay) does not
     ranker = by_fused((0.5, -5.0), (0.86, -1.325), (0.885, -0.944), (0.895, -0.49), (1, 0.0))
     assert ranker.reranks(found)
     assert [round(h.score or 0, 2) for h in ranker.rerank(found)[:4]] == [0.5, 0.38, 0.28, 0.21]
