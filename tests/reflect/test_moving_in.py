@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import shutil
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -41,6 +43,7 @@ from click.testing import CliRunner, Result
 
 from mcp_memoryrouter.cli import main
 from mcp_memoryrouter.reflect.cli import commands
+from mcp_memoryrouter.reflect.cli import moved_in as moving_cli
 from mcp_memoryrouter.transfer import moving
 from mcp_memoryrouter.vault.search.embeddings import Embedders
 from tests.support import StoreFactory, live_server, make_vault
@@ -49,6 +52,19 @@ from tests.vault.embedders import ConceptEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "moving"
 GRAPH = FIXTURES / "memory.jsonl"
+
+
+IMPORT_DAY_S = 1_796_558_400  # 2026-12-06 12:00 UTC: the day the undated records take
+
+
+@pytest.fixture(autouse=True)
+def import_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import's clock, on one day: an undated record takes the import's instant, and its
+    vector encodes that day's words, so which of an entity's close observations a query
+    finds first must not depend on the day the tests run. Each import is a second later
+    than the one before, as runs are."""
+    ticks = itertools.count(IMPORT_DAY_S)
+    monkeypatch.setattr(moving_cli, "time", SimpleNamespace(time=lambda: float(next(ticks))))
 
 
 @pytest.fixture
@@ -75,15 +91,13 @@ def moved_in(served: Served, product: str, path: Path) -> dict[str, Any]:
 
 
 def by_meaning(served: Served, query: str) -> list[str]:
-    """The best matches of ``query``: those within 5 % of the top score (the vault ranks a
-    hit's neighbours in its session with it, and an entity's observations, imported at one
-    instant, are all neighbours: one of them may edge past the match by its neighbour's
-    share), searched once the vault embedded what it holds."""
+    """The best matches of ``query`` (those of the top score: the vault ranks a hit's
+    neighbours in its session with it), searched once the vault embedded what it holds."""
     served.vault.worker.drain()
     with served.http() as http:
         body = http.post("/v1/memory/search", json={"query": query, "limit": 5}).json()
     top = body["memories"][0]["score"]
-    return [str(m["content"]) for m in body["memories"] if m["score"] >= 0.95 * top]
+    return [str(m["content"]) for m in body["memories"] if m["score"] == top]
 
 
 def assert_refused_whole(served: Served, product: str, path: Path, *named: str) -> None:
