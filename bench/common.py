@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import numpy as np
@@ -27,12 +28,21 @@ def free_port() -> int:
         return port
 
 
+def ok(result: Any) -> dict[str, Any]:
+    """An MCP tool result's structured content; an error result raises, naming it."""
+    if result.is_error:
+        raise RuntimeError(str(result.content)[:300])
+    structured: dict[str, Any] = result.structured_content
+    return structured
+
+
 @contextmanager
-def server(
+def started(
     data_dir: Path, extra_env: dict[str, str] | None = None, cwd: Path | None = None
-) -> Iterator[str]:
-    """``mcp-memoryrouter serve`` as its own process on a free loopback port; ``cwd``: run
-    from another checkout (``python -m`` puts the working directory first on the path)."""
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``mcp-memoryrouter serve`` started as its own process on a free loopback port, not
+    waited for: its URL and process, terminated afterwards. ``cwd``: run from another
+    checkout (``python -m`` puts the working directory first on the path)."""
     port = free_port()
     env = {
         **os.environ,
@@ -47,8 +57,33 @@ def server(
         stderr=subprocess.DEVNULL,
         cwd=cwd,
     )
-    url = f"http://127.0.0.1:{port}"
-    with answering(proc, lambda: httpx2.get(url + "/healthz", timeout=1), "server", 60):
+    try:
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@contextmanager
+def serving(
+    data_dir: Path,
+    extra_env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    seconds: float = 60,
+) -> Iterator[tuple[str, int]]:
+    """:func:`started`, once its ``/healthz`` answers (within ``seconds``): URL and pid."""
+    with started(data_dir, extra_env, cwd) as (url, proc):
+        probe = lambda: httpx2.get(url + "/healthz", timeout=1)  # noqa: E731
+        with answering(proc, probe, "server", seconds):
+            yield url, proc.pid
+
+
+@contextmanager
+def server(
+    data_dir: Path, extra_env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[str]:
+    """:func:`serving`'s URL alone."""
+    with serving(data_dir, extra_env, cwd) as (url, _):
         yield url
 
 

@@ -37,7 +37,6 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
@@ -46,7 +45,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import code_version, p50, p95, rss_bytes, server, table
+from bench.common import code_version, ok, p50, p95, rss_bytes, server, table
 from bench.load import cpu_seconds, server_pid
 from bench.search import QUERIES, fill, sentence
 
@@ -111,13 +110,6 @@ async def measure(
 
 def query(n: int) -> str:
     return f"{QUERIES[n % len(QUERIES)]} week {n % 52}"
-
-
-def ok(result: Any) -> dict[str, Any]:
-    if result.is_error:
-        raise RuntimeError(str(result.content)[:300])
-    structured: dict[str, Any] = result.structured_content
-    return structured
 
 
 async def run_size(

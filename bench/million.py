@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import random
 import shutil
 import subprocess
@@ -45,7 +44,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import code_version, embeddings_upstream, free_port, p50, p95, table
+from bench.common import code_version, embeddings_upstream, p50, p95, started, table
 from bench.load import cpu_seconds
 from bench.vault import postgres_database
 from mcp_memoryrouter.vault.rules.domain import Role
@@ -312,61 +311,48 @@ def serve_and_measure(
     cwd: Path | None,
     database_url: str | None = None,
 ) -> dict[str, float]:
-    port = free_port()
     env = {
         **({"MEMORYROUTER_DATABASE_URL": database_url} if database_url else {}),
-        **os.environ,
-        "MEMORYROUTER_DATA_DIR": str(data_dir),
-        "MEMORYROUTER_RATE_LIMIT_PER_MINUTE": "0",
         "MEMORYROUTER_EMBEDDINGS": "openai",
         "MEMORYROUTER_OPENAI_BASE_URL": double,
         "MEMORYROUTER_OPENAI_MODEL": MODEL,
         "MEMORYROUTER_OPENAI_DIM": str(DIM),
         "MEMORYROUTER_OPENAI_API_KEY": "bench",
     }
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=cwd,
-    )
-    url = f"http://127.0.0.1:{port}"
     figures: dict[str, float] = {}
-    try:
-        with httpx2.Client(
+    begun = time.perf_counter()
+    with (
+        started(data_dir, env, cwd) as (url, proc),
+        httpx2.Client(
             base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120
-        ) as http:
-            figures["start: /healthz s"] = _until(lambda: http.get("/healthz"), started, proc)
-            figures["start: first search s"] = _until(
-                lambda: http.post("/v1/memory/search", json={"query": "the budget", "limit": 10}),
-                started,
-                proc,
-            )
-            figures["start: settled s"] = settled(proc.pid) - started
-            asked = questions(Lines())
-            for kind, qs in asked.items():
-                times = []
-                cpu = cpu_seconds(proc.pid)
-                for n in range(samples):
-                    q = qs[n % len(qs)]
-                    t = time.perf_counter()
-                    asked_one = http.post("/v1/memory/search", json={"query": q, "limit": 10})
-                    asked_one.raise_for_status()
-                    times.append((time.perf_counter() - t) * 1000)
-                used = cpu_seconds(proc.pid) - cpu
-                figures[f"search {kind}: server CPU ms"] = used * 1000 / samples
-                figures[f"search {kind} p50 ms"] = p50(times)
-                figures[f"search {kind} p95 ms"] = p95(times)
-            figures["RSS steady MiB"] = status(proc.pid, "VmRSS") / 2**20
-            http.post(
-                "/v1/memory/consolidate/checkout", json={"tier": 1, "max_tokens": 8000}
-            ).raise_for_status()
-            figures["RSS peak MiB"] = status(proc.pid, "VmHWM") / 2**20
-    finally:
-        proc.terminate()
-        proc.wait(30)
+        ) as http,
+    ):
+        figures["start: /healthz s"] = _until(lambda: http.get("/healthz"), begun, proc)
+        figures["start: first search s"] = _until(
+            lambda: http.post("/v1/memory/search", json={"query": "the budget", "limit": 10}),
+            begun,
+            proc,
+        )
+        figures["start: settled s"] = settled(proc.pid) - begun
+        asked = questions(Lines())
+        for kind, qs in asked.items():
+            times = []
+            cpu = cpu_seconds(proc.pid)
+            for n in range(samples):
+                q = qs[n % len(qs)]
+                t = time.perf_counter()
+                asked_one = http.post("/v1/memory/search", json={"query": q, "limit": 10})
+                asked_one.raise_for_status()
+                times.append((time.perf_counter() - t) * 1000)
+            used = cpu_seconds(proc.pid) - cpu
+            figures[f"search {kind}: server CPU ms"] = used * 1000 / samples
+            figures[f"search {kind} p50 ms"] = p50(times)
+            figures[f"search {kind} p95 ms"] = p95(times)
+        figures["RSS steady MiB"] = status(proc.pid, "VmRSS") / 2**20
+        http.post(
+            "/v1/memory/consolidate/checkout", json={"tier": 1, "max_tokens": 8000}
+        ).raise_for_status()
+        figures["RSS peak MiB"] = status(proc.pid, "VmHWM") / 2**20
     return figures
 
 

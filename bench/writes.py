@@ -32,8 +32,8 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, AsyncExitStack, ExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +47,13 @@ from mcp.client.streamable_http import streamable_http_client
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (
-    answering,
     code_version,
     embeddings_upstream,
-    free_port,
     new_vault,
+    ok,
     p50,
     p95,
+    serving,
     table,
 )
 
@@ -104,27 +104,6 @@ def embedding_double() -> AbstractContextManager[str]:
     return embeddings_upstream(Double().embed, "double")
 
 
-@contextmanager
-def serving(data: Path, env: dict[str, str], cwd: Path) -> Iterator[tuple[str, int]]:
-    """``serve`` from ``cwd`` on a free loopback port: (url, pid)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_memoryrouter", "serve", "--port", str(port)],
-        env={
-            **os.environ,
-            "MEMORYROUTER_DATA_DIR": str(data),
-            "MEMORYROUTER_RATE_LIMIT_PER_MINUTE": "0",
-            **env,
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=cwd,
-    )
-    url = f"http://127.0.0.1:{port}"
-    with answering(proc, lambda: httpx2.get(url + "/healthz", timeout=1), "server", 120):
-        yield url, proc.pid
-
-
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -135,13 +114,6 @@ def line(n: int) -> str:
     rng = np.random.default_rng(n)
     words = [WORDS[int(i)] for i in rng.integers(0, len(WORDS), int(rng.integers(6, 41)))]
     return f"{' '.join(words).capitalize()} (line {n})."
-
-
-def ok(result: Any) -> dict[str, Any]:
-    if result.is_error:
-        raise RuntimeError(str(result.content)[:300])
-    structured: dict[str, Any] = result.structured_content
-    return structured
 
 
 async def calls(servers: dict[str, tuple[str, str, int]], samples: int) -> dict[str, Any]:
@@ -225,7 +197,7 @@ def run(
             data = tmp / f"{label}-double"
             data.mkdir()
             key = new_vault(data, "bench", cwd)
-            url, pid = stack.enter_context(serving(data, env, cwd))
+            url, pid = stack.enter_context(serving(data, env, cwd, seconds=120))
             servers[label] = (url, key, pid)
         if args.samples:
             for url, key, pid in servers.values():
@@ -251,7 +223,7 @@ def run_local(cwd: Path, data: Path, count: int) -> dict[str, float]:
     key = new_vault(data, "local", cwd)
     env = {"MEMORYROUTER_EMBEDDINGS": "local"}
     with (
-        serving(data, env, cwd) as (url, pid),
+        serving(data, env, cwd, seconds=120) as (url, pid),
         httpx2.Client(base_url=url, headers={"X-Memory-Key": key}, timeout=600) as http,
     ):
         http.post("/v1/memory/ingest", json={"messages": [{"content": "warm"}]})
